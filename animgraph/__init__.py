@@ -1,0 +1,7 @@
+"""animgraph: a node-graph character-animation runtime where every pose carries its velocities."""
+
+__version__ = "0.1.0"
+
+from . import kform, maths, ops  # noqa: E402,F401
+from .errors import AnimgraphError, BVHError, GraphError  # noqa: E402,F401
+from .pose import Clip, Pose, Skeleton  # noqa: E402,F401

@@ -1,0 +1,40 @@
+"""User-input errors: one clear line naming the file, node, port or line."""
+
+
+class AnimgraphError(Exception):
+    """Base of the errors the CLI reports as one line with exit status 2."""
+
+
+class GraphError(AnimgraphError):
+    """A graph that cannot be loaded, checked or planned; names the file, node and port."""
+
+    def __init__(self, message, node=None, port=None, file=None):
+        self.message = message
+        self.node = node
+        self.port = port
+        self.file = file
+        super().__init__(message)
+
+    def __str__(self):
+        where = []
+        if self.file:
+            where.append(str(self.file))
+        if self.node:
+            where.append(f"node {self.node!r}" + (f" port {self.port!r}" if self.port else ""))
+        return (": ".join(where) + ": " if where else "") + self.message
+
+
+class BVHError(AnimgraphError):
+    """A BVH file that cannot be read; names the file and line."""
+
+    def __init__(self, message, file=None, line=None):
+        self.message = message
+        self.file = file
+        self.line = line
+        super().__init__(message)
+
+    def __str__(self):
+        where = str(self.file) if self.file else "<bvh>"
+        if self.line:
+            where += f":{self.line}"
+        return f"{where}: {self.message}"

@@ -1,0 +1,395 @@
+"""Vector, quaternion and kineform maths with time derivatives, as numba kernels.
+
+Every function here works on plain tuples of float64 so that numba keeps them in
+registers: a vec3 is ``(x, y, z)``, a quaternion is ``(w, x, y, z)`` (unit,
+w-first), and a kineform is the 6-tuple ``(pos, rot, scl, vel, ang, svl)`` of one
+joint.  Arrays stay float32 in memory; ``load_*``/``store_*`` convert at the edge
+so all arithmetic runs in float64.
+
+Conventions (see DESIGN.md): ``ang`` is the scaled angle-axis rate that
+left-multiplies, ``rot(t+dt) = exp(ang*dt) * rot(t)``; ``svl`` is d/dt log(scl).
+This is the one module for this maths: nodes and ops import from here.
+"""
+
+import math
+
+from numba import njit
+
+EPS = 1e-8
+
+# ---------------------------------------------------------------- vec3
+
+
+@njit(cache=True)
+def vadd(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@njit(cache=True)
+def vsub(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+@njit(cache=True)
+def vscale(a, s):
+    return (a[0] * s, a[1] * s, a[2] * s)
+
+
+@njit(cache=True)
+def vmul(a, b):
+    """Element-wise product."""
+    return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
+
+
+@njit(cache=True)
+def vdiv(a, b):
+    """Element-wise quotient."""
+    return (a[0] / b[0], a[1] / b[1], a[2] / b[2])
+
+
+@njit(cache=True)
+def vneg(a):
+    return (-a[0], -a[1], -a[2])
+
+
+@njit(cache=True)
+def vlerp(a, b, t):
+    return (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]))
+
+
+@njit(cache=True)
+def vdot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True)
+def vcross(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(cache=True)
+def vlen(a):
+    return math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+
+
+@njit(cache=True)
+def vexp(a):
+    return (math.exp(a[0]), math.exp(a[1]), math.exp(a[2]))
+
+
+@njit(cache=True)
+def vlog(a):
+    return (math.log(a[0]), math.log(a[1]), math.log(a[2]))
+
+
+@njit(cache=True)
+def vnormalize(a):
+    """Unit vector along ``a``; the zero vector maps to zero (never NaN)."""
+    n = vlen(a)
+    if n < EPS:
+        return (0.0, 0.0, 0.0)
+    return vscale(a, 1.0 / n)
+
+
+@njit(cache=True)
+def vnormalize_dx(a, da):
+    """Time derivative of ``a/|a|`` given ``da = d a/dt``; zero at the zero vector."""
+    n = vlen(a)
+    if n < EPS:
+        return (0.0, 0.0, 0.0)
+    u = vscale(a, 1.0 / n)
+    return vscale(vsub(da, vscale(u, vdot(u, da))), 1.0 / n)
+
+
+@njit(cache=True)
+def vlen_dx(a, da):
+    """Time derivative of ``|a|``."""
+    n = vlen(a)
+    if n < EPS:
+        return 0.0
+    return vdot(a, da) / n
+
+
+@njit(cache=True)
+def vcross_dx(a, da, b, db):
+    """Time derivative of ``a x b``."""
+    return vadd(vcross(da, b), vcross(a, db))
+
+
+@njit(cache=True)
+def vdot_dx(a, da, b, db):
+    """Time derivative of ``a . b``."""
+    return vdot(da, b) + vdot(a, db)
+
+
+# ---------------------------------------------------------------- quaternions
+
+
+@njit(cache=True)
+def qmul(a, b):
+    """Hamilton product ``a * b`` (w-first)."""
+    return (
+        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+        a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+        a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+        a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
+    )
+
+
+@njit(cache=True)
+def qinv(q):
+    """Inverse of a unit quaternion (its conjugate)."""
+    return (q[0], -q[1], -q[2], -q[3])
+
+
+@njit(cache=True)
+def qscale(q, s):
+    return (q[0] * s, q[1] * s, q[2] * s, q[3] * s)
+
+
+@njit(cache=True)
+def qdot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
+
+
+@njit(cache=True)
+def qnormalize(q):
+    """Unit quaternion along ``q``; the zero quaternion maps to identity."""
+    n = math.sqrt(qdot(q, q))
+    if n < EPS:
+        return (1.0, 0.0, 0.0, 0.0)
+    return qscale(q, 1.0 / n)
+
+
+@njit(cache=True)
+def qnormalize_dx(q, dq):
+    """Time derivative of ``q/|q|`` given ``dq``."""
+    n = math.sqrt(qdot(q, q))
+    if n < EPS:
+        return (0.0, 0.0, 0.0, 0.0)
+    u = qscale(q, 1.0 / n)
+    d = qdot(u, dq)
+    return (
+        (dq[0] - u[0] * d) / n,
+        (dq[1] - u[1] * d) / n,
+        (dq[2] - u[2] * d) / n,
+        (dq[3] - u[3] * d) / n,
+    )
+
+
+@njit(cache=True)
+def qabs(q):
+    """The same rotation with ``w >= 0`` (the short way round)."""
+    if q[0] < 0.0:
+        return (-q[0], -q[1], -q[2], -q[3])
+    return q
+
+
+@njit(cache=True)
+def qrot(q, v):
+    """Rotate vec3 ``v`` by unit quaternion ``q``."""
+    u = (q[1], q[2], q[3])
+    t = vscale(vcross(u, v), 2.0)
+    return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
+
+
+@njit(cache=True)
+def qinv_rot(q, v):
+    """Rotate vec3 ``v`` by the inverse of unit quaternion ``q``."""
+    return qrot(qinv(q), v)
+
+
+@njit(cache=True)
+def qexp(v):
+    """Quaternion exponential of the pure quaternion ``(0, v)``."""
+    half = vlen(v)
+    if half < 1e-4:
+        # Taylor terms keep sin(x)/x exact to float64 near zero.
+        s = 1.0 - half * half / 6.0
+        c = 1.0 - half * half / 2.0
+        return qnormalize((c, v[0] * s, v[1] * s, v[2] * s))
+    s = math.sin(half) / half
+    return (math.cos(half), v[0] * s, v[1] * s, v[2] * s)
+
+
+@njit(cache=True)
+def qlog(q):
+    """Quaternion logarithm of unit ``q`` as a vec3 (half angle times axis), via atan2."""
+    s = math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    half = math.atan2(s, q[0])
+    if s < 1e-12:
+        k = 1.0 / q[0] if abs(q[0]) > 1e-12 else 0.0
+    else:
+        k = half / s
+    return (q[1] * k, q[2] * k, q[3] * k)
+
+
+@njit(cache=True)
+def from_scaled_angle_axis(v):
+    """Quaternion of rotation vector ``v`` (angle times axis, radians)."""
+    return qexp(vscale(v, 0.5))
+
+
+@njit(cache=True)
+def to_scaled_angle_axis(q):
+    """Rotation vector (angle times axis, radians) of unit ``q``, the short way round."""
+    return vscale(qlog(qabs(q)), 2.0)
+
+
+@njit(cache=True)
+def qslerp(a, b, t):
+    """Shortest-path spherical interpolation from ``a`` (t=0) to ``b`` (t=1)."""
+    d = qmul(b, qinv(a))
+    return qmul(from_scaled_angle_axis(vscale(to_scaled_angle_axis(d), t)), a)
+
+
+@njit(cache=True)
+def qbetween(a, b):
+    """Shortest rotation taking the direction of ``a`` to the direction of ``b``."""
+    c = vcross(a, b)
+    w = vdot(a, b) + vlen(a) * vlen(b)
+    if w < 1e-10 * (1.0 + vdot(a, a) + vdot(b, b)):
+        # Opposite (or zero) vectors: turn half way round any axis normal to a.
+        ax = vcross(a, (1.0, 0.0, 0.0))
+        if vdot(ax, ax) < 1e-12 * (1.0 + vdot(a, a)):
+            ax = vcross(a, (0.0, 1.0, 0.0))
+        ax = vnormalize(ax)
+        if vdot(ax, ax) == 0.0:
+            return (1.0, 0.0, 0.0, 0.0)
+        return (0.0, ax[0], ax[1], ax[2])
+    return qnormalize((w, c[0], c[1], c[2]))
+
+
+@njit(cache=True)
+def qdx_to_ang(q, dq):
+    """Angular velocity (rad/s, left-multiplying) of unit ``q`` moving at ``dq``."""
+    d = qmul(dq, qinv(q))
+    return (2.0 * d[1], 2.0 * d[2], 2.0 * d[3])
+
+
+@njit(cache=True)
+def ang_to_qdx(q, ang):
+    """Time derivative of unit ``q`` rotating at left-multiplying angular velocity ``ang``."""
+    return qscale(qmul((0.0, ang[0], ang[1], ang[2]), q), 0.5)
+
+
+@njit(cache=True)
+def qbetween_dx(a, da, b, db):
+    """Angular velocity (rad/s) of ``qbetween(a, b)`` as ``a`` and ``b`` move."""
+    la = vlen(a)
+    lb = vlen(b)
+    w = vdot(a, b) + la * lb
+    if w < 1e-10 * (1.0 + vdot(a, a) + vdot(b, b)):
+        return (0.0, 0.0, 0.0)
+    c = vcross(a, b)
+    raw = (w, c[0], c[1], c[2])
+    dw = vdot_dx(a, da, b, db) + vlen_dx(a, da) * lb + la * vlen_dx(b, db)
+    dc = vcross_dx(a, da, b, db)
+    q = qnormalize(raw)
+    dq = qnormalize_dx(raw, (dw, dc[0], dc[1], dc[2]))
+    return qdx_to_ang(q, dq)
+
+
+# ---------------------------------------------------------------- kineforms
+
+
+@njit(cache=True)
+def kmul(a, b):
+    """Compose moving frames: ``b`` expressed in ``a`` -> ``b`` in ``a``'s parent.
+
+    Includes the leverage term (ang x r) and the scale-expansion term (svl * s * p).
+    """
+    ap, ar, asc, av, aw, asv = a
+    bp, br, bsc, bv, bw, bsv = b
+    r = qrot(ar, vmul(asc, bp))
+    pos = vadd(ap, r)
+    rot = qmul(ar, br)
+    scl = vmul(asc, bsc)
+    dp = vadd(vmul(vmul(asv, asc), bp), vmul(asc, bv))
+    vel = vadd(vadd(av, vcross(aw, r)), qrot(ar, dp))
+    ang = vadd(aw, qrot(ar, bw))
+    svl = vadd(asv, bsv)
+    return (pos, rot, scl, vel, ang, svl)
+
+
+@njit(cache=True)
+def kdiv(a, c):
+    """The ``b`` with ``kmul(a, b) == c``: ``c`` re-expressed in moving frame ``a``.
+
+    Exact at any (non-uniform) scale.
+    """
+    ap, ar, asc, av, aw, asv = a
+    cp, cr, csc, cv, cw, csv = c
+    r = vsub(cp, ap)
+    pos = vdiv(qinv_rot(ar, r), asc)
+    rot = qmul(qinv(ar), cr)
+    scl = vdiv(csc, asc)
+    rel = qinv_rot(ar, vsub(vsub(cv, av), vcross(aw, r)))
+    vel = vsub(vdiv(rel, asc), vmul(asv, pos))
+    ang = qinv_rot(ar, vsub(cw, aw))
+    svl = vsub(csv, asv)
+    return (pos, rot, scl, vel, ang, svl)
+
+
+@njit(cache=True)
+def kidentity():
+    z = (0.0, 0.0, 0.0)
+    return (z, (1.0, 0.0, 0.0, 0.0), (1.0, 1.0, 1.0), z, z, z)
+
+
+@njit(cache=True)
+def kinv(a):
+    """The ``b`` with ``kmul(a, b)`` the identity frame at rest."""
+    return kdiv(a, kidentity())
+
+
+# ---------------------------------------------------------------- array edges
+
+
+@njit(cache=True)
+def load3(arr, i):
+    return (float(arr[i, 0]), float(arr[i, 1]), float(arr[i, 2]))
+
+
+@njit(cache=True)
+def load4(arr, i):
+    return (float(arr[i, 0]), float(arr[i, 1]), float(arr[i, 2]), float(arr[i, 3]))
+
+
+@njit(cache=True)
+def store3(arr, i, v):
+    arr[i, 0] = v[0]
+    arr[i, 1] = v[1]
+    arr[i, 2] = v[2]
+
+
+@njit(cache=True)
+def store4(arr, i, q):
+    arr[i, 0] = q[0]
+    arr[i, 1] = q[1]
+    arr[i, 2] = q[2]
+    arr[i, 3] = q[3]
+
+
+@njit(cache=True)
+def load_kform(pose, i):
+    """Kineform of row ``i`` of a pose tuple ``(pos, rot, scl, vel, ang, svl)``."""
+    return (
+        load3(pose[0], i),
+        load4(pose[1], i),
+        load3(pose[2], i),
+        load3(pose[3], i),
+        load3(pose[4], i),
+        load3(pose[5], i),
+    )
+
+
+@njit(cache=True)
+def store_kform(pose, i, k):
+    """Write kineform ``k`` into row ``i`` of a pose tuple."""
+    store3(pose[0], i, k[0])
+    store4(pose[1], i, k[1])
+    store3(pose[2], i, k[2])
+    store3(pose[3], i, k[3])
+    store3(pose[4], i, k[4])
+    store3(pose[5], i, k[5])

@@ -1,0 +1,135 @@
+"""The contract every node module in ``nodes/`` follows, and the node registry.
+
+A node module defines one pydantic model (subclass of ``Node``) with
+``type: Literal["name"]``, its ``INPUTS``/``OUTPUTS`` ports, how it lays out its
+parameters and per-character state as float64 arrays, and a numba kernel::
+
+    @njit(cache=True)
+    def run(ins, outs, par, st, pose, sig, db, dt): ...
+
+Kernel arguments (all for one character):
+
+- ``ins``/``outs`` int64 arrays, one entry per port in declaration order: the pose
+  slot index for pose ports, the offset into ``sig`` for signal ports, -1 for an
+  unlinked optional input (unlinked inputs whose model has a field of the same
+  name get a constant signal holding that field's value instead).
+- ``par`` float64 parameters from ``Node.params``; ``st`` float64 state from
+  ``Node.state`` (persists across frames, per character).
+- ``pose`` the tuple ``(pos, rot, scl, vel, ang, svl)`` of float32 arrays
+  (S, J, 3|4): every pose slot; ``slot(pose, i)`` gives one pose as 2-D views.
+- ``sig`` float64 signal buffer; a signal occupies ``SIGNAL_SIZE[kind]`` floats:
+  scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``.
+- ``db`` the tuple ``(clip_pos (F,J,3), clip_rot (F,J,4), clip_scl (F,J,3), parents (J,))``:
+  every clip of the graph in one frame array, and the skeleton's parents.
+- ``dt`` the frame time in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, NamedTuple
+
+import numpy as np
+from numba import njit
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import GraphError
+
+SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1}
+SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
+SPACES = ("local", "global", "any")
+
+
+class Port(NamedTuple):
+    """A node port: name, signal kind, pose space ('' for non-pose), one-line doc."""
+
+    name: str
+    signal: str
+    space: str = ""
+    doc: str = ""
+    optional: bool = False
+
+
+@dataclass
+class ClipRange:
+    """Where one clip lives in the graph's frame array: first frame, frame count, frame time (s)."""
+
+    start: int
+    frames: int
+    dt: float
+    clip: object = None
+
+
+@dataclass
+class BuildContext:
+    """What a node may look at when laying out its parameters and state."""
+
+    skeleton: object
+    clips: dict = field(default_factory=dict)  # asset name -> ClipRange
+
+    def joint(self, node, port, joint):
+        """Index of ``joint`` in the skeleton, or a GraphError naming node and field."""
+        try:
+            return self.skeleton.index(joint)
+        except ValueError as e:
+            raise GraphError(str(e), node=node.id, port=port) from None
+
+    def clip(self, node, port, name):
+        """The ClipRange of asset ``name``, or a GraphError naming node and field."""
+        if name not in self.clips:
+            raise GraphError(
+                f"unknown clip asset {name!r} (assets: {', '.join(sorted(self.clips)) or 'none'})",
+                node=node.id,
+                port=port,
+            )
+        return self.clips[name]
+
+
+class Node(BaseModel):
+    """Base of every node model: an ``id``, ports, parameter and state layout, a kernel."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+    INPUTS: ClassVar[tuple] = ()
+    OUTPUTS: ClassVar[tuple] = ()
+    DOC: ClassVar[str] = ""
+
+    def inputs(self):
+        """Input ports of this instance (a node may vary them with its parameters)."""
+        return tuple(self.INPUTS)
+
+    def outputs(self):
+        return tuple(self.OUTPUTS)
+
+    def params(self, ctx: BuildContext) -> np.ndarray:
+        """Flat float64 parameters read by the kernel."""
+        return np.zeros(0)
+
+    def state(self, ctx: BuildContext, time: float = 0.0) -> np.ndarray:
+        """Initial per-character float64 state (``time`` is the reset time in seconds)."""
+        return np.zeros(0)
+
+
+REGISTRY: dict = {}
+
+
+def register(kernel):
+    """Class decorator: add a node model with its numba ``kernel`` to the registry."""
+
+    def wrap(cls):
+        name = cls.model_fields["type"].default
+        if name in REGISTRY:
+            raise ValueError(f"node type {name!r} registered twice")
+        cls.KERNEL = kernel
+        REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+@njit(cache=True)
+def slot(pose, i):
+    """Pose slot ``i`` as a tuple of six 2-D (J, 3|4) views."""
+    return (pose[0][i], pose[1][i], pose[2][i], pose[3][i], pose[4][i], pose[5][i])

@@ -1,0 +1,9 @@
+"""Pure operator functions on poses: the maths of each node without a graph.
+
+Each function lives beside its node in ``animgraph.nodes``; this module gathers them.
+"""
+
+from animgraph.nodes.bk import bk
+from animgraph.nodes.fk import fk
+
+__all__ = ["fk", "bk"]

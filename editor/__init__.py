@@ -1,0 +1,1 @@
+"""The dearpygui node editor (``animgraph edit``); needs the ``[editor]`` extra."""

@@ -1,0 +1,1 @@
+"""Shipped graphs: JSON files runnable with ``animgraph run``."""

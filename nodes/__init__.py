@@ -1,0 +1,6 @@
+"""Node types: one module per node (parameter model, ports, state, numba kernel).
+
+Importing this package registers every node in ``animgraph.node.REGISTRY``.
+"""
+
+from . import bk, fk  # noqa: F401
