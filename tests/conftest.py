@@ -1,0 +1,49 @@
+"""Shared fixtures: bundled clips, and the test-only CMU clips read from ../shared."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_MOCAP = Path(os.environ.get("ANIMGRAPH_SHARED", ROOT.parent / "shared")) / "data" / "mocap"
+
+BUNDLED = ["walk", "walk_turn", "jog", "run", "run_stop"]
+TEST_ONLY = [
+    "cmu_12_01_walk.bvh",
+    "cmu_131_01_start_walk_stop.bvh",
+    "cmu_131_02_start_walk_stop_slow.bvh",
+    "cmu_131_03_start_hop_spin_stop.bvh",
+]
+
+
+def shared_path(name):
+    """Path of a clip in ../shared/data/mocap, or skip the test saying why."""
+    path = SHARED_MOCAP / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent: test-only CMU clips live in ../shared, never in the repo")
+    return path
+
+
+def load_any(name):
+    """(skeleton, clip) in metres with the T-pose dropped: a bundled name or a shared file name."""
+    import animgraph as ag
+
+    if name in BUNDLED:
+        return ag.data.load(name)
+    return ag.data.load_cmu(shared_path(name))
+
+
+ALL_CLIPS = BUNDLED + TEST_ONLY
+
+
+@pytest.fixture(params=ALL_CLIPS)
+def any_clip(request):
+    """Each bundled and shared clip in turn, as (skeleton, clip)."""
+    return load_any(request.param)
+
+
+@pytest.fixture(params=BUNDLED)
+def bundled_clip(request):
+    """Each bundled clip in turn, as (skeleton, clip)."""
+    return load_any(request.param)
