@@ -1,0 +1,153 @@
+"""Vector and quaternion kernels: hand-checked cases, and every _dx against central differences."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from animgraph import maths as m
+
+finite = st.floats(-3.0, 3.0, allow_nan=False, width=64)
+vec3 = st.tuples(finite, finite, finite)
+quat_raw = st.tuples(finite, finite, finite, finite).filter(lambda q: sum(x * x for x in q) > 0.01)
+
+
+def unit(q):
+    n = math.sqrt(sum(x * x for x in q))
+    return tuple(x / n for x in q)
+
+
+def close(a, b, tol=1e-9):
+    return np.allclose(np.asarray(a, float), np.asarray(b, float), atol=tol, rtol=0)
+
+
+def same_rotation(a, b, tol=1e-9):
+    return close(a, b, tol) or close(a, m.qscale(b, -1.0), tol)
+
+
+def test_qmul_hand_checked():
+    # 90 degrees about Y takes x to -z; a further 90 about X takes -z to +y.
+    ry = (math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0)
+    rx = (math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0)
+    assert close(m.qrot(ry, (1.0, 0.0, 0.0)), (0.0, 0.0, -1.0))
+    assert close(m.qrot(m.qmul(rx, ry), (1.0, 0.0, 0.0)), (0.0, 1.0, 0.0))
+    assert close(m.qrot(m.qmul(rx, ry), (0.0, 1.0, 0.0)), (0.0, 0.0, 1.0))
+
+
+def test_scaled_angle_axis_hand_checked():
+    q = m.from_scaled_angle_axis((0.0, math.pi / 2, 0.0))
+    assert close(q, (math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0))
+    assert close(m.to_scaled_angle_axis(q), (0.0, math.pi / 2, 0.0))
+    # The long way round (w < 0) maps back to the short rotation vector.
+    assert close(m.to_scaled_angle_axis(m.qscale(q, -1.0)), (0.0, math.pi / 2, 0.0))
+
+
+def test_log_exp_small_angles_are_exact():
+    for a in (1e-12, 1e-9, 1e-6, 1e-4, 1e-3):
+        v = (a, -2 * a, 0.5 * a)
+        assert close(m.qlog(m.qexp(v)), v, tol=1e-15)
+
+
+def test_degenerate_vectors_give_no_nan():
+    z = (0.0, 0.0, 0.0)
+    assert m.vnormalize(z) == z
+    assert m.vnormalize_dx(z, (1.0, 2.0, 3.0)) == z
+    assert m.qnormalize((0.0, 0.0, 0.0, 0.0)) == (1.0, 0.0, 0.0, 0.0)
+    assert m.qbetween(z, (1.0, 0.0, 0.0)) is not None
+    assert np.all(np.isfinite(m.qbetween(z, z)))
+    q = m.qbetween((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0))
+    assert close(m.qrot(q, (1.0, 0.0, 0.0)), (-1.0, 0.0, 0.0))
+    assert np.all(np.isfinite(m.qbetween_dx((1.0, 0, 0), (0, 1.0, 0), (-1.0, 0, 0), (0, 0, 1.0))))
+
+
+@settings(max_examples=100, deadline=None)
+@given(vec3, vec3)
+def test_qbetween_maps_direction(a, b):
+    if m.vlen(a) < 1e-3 or m.vlen(b) < 1e-3:
+        return
+    q = m.qbetween(a, b)
+    assert close(m.qrot(q, m.vnormalize(a)), m.vnormalize(b), tol=1e-7)
+
+
+@settings(max_examples=100, deadline=None)
+@given(quat_raw, quat_raw, st.floats(0.0, 1.0))
+def test_slerp_endpoints_and_shortest_path(a, b, t):
+    a, b = unit(a), unit(b)
+    assert same_rotation(m.qslerp(a, b, 0.0), a, 1e-9)
+    assert same_rotation(m.qslerp(a, b, 1.0), b, 1e-9)
+    # Interpolating towards -b is the same rotation path as towards b.
+    assert same_rotation(m.qslerp(a, b, t), m.qslerp(a, m.qscale(b, -1.0), t), 1e-9)
+    # The angle travelled never exceeds pi (the short way round).
+    assert m.vlen(m.to_scaled_angle_axis(m.qmul(b, m.qinv(a)))) <= math.pi + 1e-9
+
+
+H = 1e-6  # central-difference step (float64 throughout)
+
+
+def central(f, x, dx):
+    """Central difference of f along the straight path x + t*dx at t = 0."""
+    xp = tuple(xi + H * di for xi, di in zip(x, dx))
+    xm = tuple(xi - H * di for xi, di in zip(x, dx))
+    fp, fm = f(xp), f(xm)
+    if isinstance(fp, tuple):
+        return tuple((p - q) / (2 * H) for p, q in zip(fp, fm))
+    return (fp - fm) / (2 * H)
+
+
+@settings(max_examples=100, deadline=None)
+@given(vec3, vec3)
+def test_vnormalize_dx(v, dv):
+    if m.vlen(v) < 0.1:
+        return
+    assert close(m.vnormalize_dx(v, dv), central(m.vnormalize, v, dv), tol=1e-6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(quat_raw, quat_raw)
+def test_qnormalize_dx(q, dq):
+    assert close(m.qnormalize_dx(q, dq), central(m.qnormalize, q, dq), tol=1e-5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(vec3, vec3, vec3, vec3)
+def test_cross_dot_len_dx(a, da, b, db):
+    ab, dab = a + b, da + db
+    assert close(m.vcross_dx(a, da, b, db), central(lambda x: m.vcross(x[:3], x[3:]), ab, dab), 1e-6)
+    assert close(m.vdot_dx(a, da, b, db), central(lambda x: m.vdot(x[:3], x[3:]), ab, dab), 1e-6)
+    if m.vlen(a) > 0.1:
+        assert close(m.vlen_dx(a, da), central(m.vlen, a, da), 1e-6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(vec3, vec3, vec3, vec3)
+def test_qbetween_dx_is_the_angular_velocity(a, da, b, db):
+    if m.vlen(a) < 0.1 or m.vlen(b) < 0.1:
+        return
+    if m.vdot(m.vnormalize(a), m.vnormalize(b)) < -0.95:
+        return  # near-opposite vectors: the between rotation is ill-conditioned
+    ab, dab = a + b, da + db
+
+    def between(x):
+        return m.qbetween(x[:3], x[3:])
+
+    qp = between(tuple(x + H * d for x, d in zip(ab, dab)))
+    qm = between(tuple(x - H * d for x, d in zip(ab, dab)))
+    fd = m.vscale(m.to_scaled_angle_axis(m.qmul(qp, m.qinv(qm))), 1.0 / (2 * H))
+    assert close(m.qbetween_dx(a, da, b, db), fd, tol=1e-4 * (1 + m.vlen(fd)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(quat_raw, vec3)
+def test_ang_qdx_round_trip(q, w):
+    q = unit(q)
+    assert close(m.qdx_to_ang(q, m.ang_to_qdx(q, w)), w, tol=1e-12)
+
+
+def test_exp_is_exact_not_approximate():
+    # A large rotation: the fast approximations drift here; the exact exp does not.
+    v = (0.0, 0.0, 1.4)
+    q = m.qexp(v)
+    assert q[0] == pytest.approx(math.cos(1.4), abs=1e-15)
+    assert q[3] == pytest.approx(math.sin(1.4), abs=1e-15)
