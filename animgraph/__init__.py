@@ -2,6 +2,11 @@
 
 __version__ = "0.1.0"
 
+from .cache import configure_numba as _configure_numba
+
+# Before any kernel module is imported: numba reads the cache location at decoration.
+_configure_numba()
+
 from . import kform, maths, ops  # noqa: E402,F401
 from .errors import AnimgraphError, BVHError, GraphError  # noqa: E402,F401
 from .pose import Clip, Pose, Skeleton  # noqa: E402,F401
