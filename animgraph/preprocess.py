@@ -1,0 +1,242 @@
+"""Clip preprocessing for motion matching: resampling, the simulation bone, foot contacts, mirroring.
+
+Everything is plain functions on arrays and clips (metres, seconds, Y up).
+
+- ``savgol``: Savitzky-Golay smoothing, the least-squares polynomial fit of each
+  window evaluated at its centre (and, near the ends, at the edge samples of the
+  first/last full window), so polynomials up to the filter's order pass unchanged.
+- ``root_track``: the simulation bone (code-vs-data-driven-displacement): an
+  upper-spine joint projected to the ground and smoothed gives its position; the
+  hips' forward axis projected to the ground and smoothed gives its facing, a
+  rotation about +Y.  Facing angle is ``atan2(f.x, f.z)``: 0 along +Z, positive
+  turning left (+Z towards +X, the character's left in CMU data).
+- ``foot_contacts``: slow, low joints are planted; a median filter removes flicker.
+- ``mirror``: reflect across the YZ plane (X is lateral in CMU data: left joints
+  sit at +X) and swap left and right joints.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from numba import njit
+
+from .maths import load4, qrot, qslerp, store3, store4
+from .names import mirror_indices
+from .pose import Clip, Pose, Skeleton
+
+FORWARD = np.array([0.0, 0.0, 1.0])  # the CMU rest pose faces +Z
+UP = 1  # Y
+
+
+# ---------------------------------------------------------------- smoothing
+
+
+def savgol(x, window, order, axis=0):
+    """Savitzky-Golay smoothed ``x`` along ``axis`` (same units); ``window`` samples (odd), polynomial ``order``."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[axis]
+    window = min(int(window) | 1, n if n % 2 else n - 1)
+    order = min(int(order), window - 1)
+    if window < 1 or n < 2:
+        return x.copy()
+    h = window // 2
+    t = np.arange(-h, h + 1, dtype=np.float64)
+    a = np.vander(t, order + 1, increasing=True)
+    hat = a @ np.linalg.pinv(a)  # (window, window): sample values -> fitted values in the window
+    xm = np.moveaxis(x, axis, 0)
+    out = np.empty_like(xm)
+    windows = np.lib.stride_tricks.sliding_window_view(xm, window, axis=0)  # (n-window+1, ..., window)
+    out[h : n - h] = windows @ hat[h]
+    out[:h] = np.tensordot(hat[:h], xm[:window], axes=(1, 0))
+    out[n - h :] = np.tensordot(hat[h + 1 :], xm[n - window :], axes=(1, 0))
+    return np.moveaxis(out, 0, axis)
+
+
+def _odd_frames(seconds, dt):
+    return max(1, int(round(seconds / dt)) | 1)
+
+
+# ---------------------------------------------------------------- resampling
+
+
+@njit(cache=True)
+def _slerp_frames(rot, index, frac, out):
+    """``out[k, j] = slerp(rot[index[k], j], rot[index[k]+1, j], frac[k])`` for (F,J,4) rotations."""
+    last = rot.shape[0] - 1
+    for k in range(out.shape[0]):
+        i = index[k]
+        for j in range(rot.shape[1]):
+            a = load4(rot[i], j)
+            if frac[k] == 0.0 or i >= last:
+                store4(out[k], j, a)
+            else:
+                store4(out[k], j, qslerp(a, load4(rot[i + 1], j), frac[k]))
+
+
+def _sample_positions(x, index, frac):
+    nxt = np.minimum(index + 1, len(x) - 1)
+    f = frac.reshape((-1,) + (1,) * (x.ndim - 1))
+    return x[index] + f * (x[nxt] - x[index])
+
+
+def _sample_rotations(rot, index, frac):
+    rot = np.asarray(rot, dtype=np.float64)
+    shape = rot.shape
+    flat = np.ascontiguousarray(rot.reshape(shape[0], -1, 4))
+    out = np.empty((len(index), flat.shape[1], 4))
+    _slerp_frames(flat, index, frac, out)
+    return out.reshape((len(index),) + shape[1:])
+
+
+def resample(clip, fps):
+    """``clip`` at ``fps`` frames/s over the same duration (s): positions lerped, rotations slerped, scales eerped."""
+    ratio = clip.fps / float(fps)  # source frames per new frame
+    count = int(np.floor((clip.frames - 1) / ratio + 1e-9)) + 1
+    s = np.arange(count) * ratio
+    index = np.minimum(np.floor(s + 1e-9).astype(np.int64), clip.frames - 1)
+    frac = np.where(index >= clip.frames - 1, 0.0, np.maximum(s - index, 0.0))
+    pos = _sample_positions(clip.pos.astype(np.float64), index, frac)
+    rot = _sample_rotations(clip.rot, index, frac)
+    scl = np.exp(_sample_positions(np.log(clip.scl.astype(np.float64)), index, frac))
+    out = Clip(clip.skeleton, pos, rot, scl, dt=1.0 / fps, name=clip.name,
+               contact_joints=list(clip.contact_joints))
+    nearest = np.minimum(np.round(s).astype(np.int64), clip.frames - 1)
+    if clip.contacts is not None:
+        out.contacts = np.asarray(clip.contacts)[nearest]
+    if clip.root_pos is not None:
+        out.root_pos = _sample_positions(np.asarray(clip.root_pos, np.float64), index, frac).astype(np.float32)
+        out.root_rot = _sample_rotations(clip.root_rot, index, frac).astype(np.float32)
+    out.tags = {
+        tag: [(int(round(a / ratio)), int(round(b / ratio))) for a, b in ranges] for tag, ranges in clip.tags.items()
+    }
+    return out
+
+
+# ---------------------------------------------------------------- simulation bone
+
+
+def global_positions(skel, clip):
+    """Model-space joint positions (F,J,3) in metres of a clip's local pose."""
+    from .ops import fk
+
+    return fk(Pose(clip.pos, clip.rot, clip.scl), skel.parents).pos
+
+
+@njit(cache=True)
+def _rotate_rows(rot, v, out):
+    """``out[k] = rot[k] * v``: vec3 ``v`` rotated by each quaternion of ``rot`` (F,4)."""
+    for k in range(rot.shape[0]):
+        store3(out, k, qrot(load4(rot, k), (v[0], v[1], v[2])))
+
+
+def facing_angle(rot):
+    """Yaw (rad, about +Y, left positive, unwrapped) of quaternions (F,4) from the rotation (w, 0, sin, 0)."""
+    return np.unwrap(2.0 * np.arctan2(rot[:, 2], rot[:, 0]))
+
+
+def root_track(skel, clip, spine="chest", hips="hips", window=0.5, order=3):
+    """Simulation bone per frame: positions (F,3) on the ground (m) and rotations (F,4) about +Y, world space.
+
+    Position: ``spine`` joint projected to y=0, Savitzky-Golay smoothed over ``window``
+    seconds.  Facing: the ``hips`` joint's +Z axis projected to the ground, smoothed
+    the same way, renormalised.
+    """
+    from .ops import fk
+
+    glob = fk(Pose(clip.pos, clip.rot, clip.scl), skel.parents)
+    frames = _odd_frames(window, clip.dt)
+    pos = glob.pos[:, skel.index(spine)].astype(np.float64)
+    pos[:, UP] = 0.0
+    pos = savgol(pos, frames, order)
+    pos[:, UP] = 0.0
+    fwd = np.empty((clip.frames, 3))
+    _rotate_rows(np.ascontiguousarray(glob.rot[:, skel.index(hips)], np.float64), FORWARD, fwd)
+    fwd[:, UP] = 0.0
+    fwd /= np.maximum(np.linalg.norm(fwd, axis=1, keepdims=True), 1e-9)
+    fwd = savgol(fwd, frames, order)
+    yaw = np.arctan2(fwd[:, 0], fwd[:, 2])
+    rot = np.zeros((clip.frames, 4))
+    rot[:, 0] = np.cos(yaw / 2)
+    rot[:, 2] = np.sin(yaw / 2)
+    return pos.astype(np.float32), rot.astype(np.float32)
+
+
+def root_stats(skel, clip):
+    """Simulation-bone summary: dict of mean/max ground speed (m/s), path length (m), total turning (deg, left +)."""
+    pos, rot = root_track(skel, clip)
+    vel = np.gradient(pos.astype(np.float64), clip.dt, axis=0) if clip.frames > 1 else np.zeros((1, 3))
+    speed = np.linalg.norm(vel, axis=1)
+    step = np.linalg.norm(np.diff(pos, axis=0), axis=1)
+    yaw = facing_angle(rot.astype(np.float64))
+    return {
+        "speed_mean": float(speed.mean()),
+        "speed_max": float(speed.max()),
+        "distance": float(step.sum()),
+        "turning": float(np.degrees(yaw[-1] - yaw[0])),
+    }
+
+
+# ---------------------------------------------------------------- foot contacts
+
+
+def median_filter_bool(x, window):
+    """Majority vote over ``window`` frames (odd) of a bool array (F,...); the ends repeat the edge frames."""
+    x = np.asarray(x, dtype=bool)
+    h = int(window) // 2
+    if h == 0 or len(x) == 0:
+        return x.copy()
+    padded = np.concatenate([np.repeat(x[:1], h, axis=0), x, np.repeat(x[-1:], h, axis=0)])
+    votes = np.lib.stride_tricks.sliding_window_view(padded, 2 * h + 1, axis=0).sum(axis=-1)
+    return votes > h
+
+
+def foot_contacts(skel, clip, joints=("left_toe", "right_toe"), speed=0.5, height=0.04, window=0.05):
+    """Contacts (F,C) bool: joint speed below ``speed`` m/s and height above its lowest point below ``height`` m.
+
+    Speed is a central difference of the model-space positions; a median filter
+    over ``window`` seconds removes single-frame flicker.
+    """
+    idx = [skel.index(j) for j in joints]
+    pos = global_positions(skel, clip)[:, idx].astype(np.float64)
+    vel = np.gradient(pos, clip.dt, axis=0) if clip.frames > 1 else np.zeros_like(pos)
+    slow = np.linalg.norm(vel, axis=-1) < speed
+    low = pos[..., UP] - pos[..., UP].min(axis=0) < height
+    return median_filter_bool(slow & low, _odd_frames(window, clip.dt))
+
+
+# ---------------------------------------------------------------- mirroring
+
+_REFLECT = np.array([-1.0, 1.0, 1.0], np.float32)  # across the YZ plane
+_REFLECT_Q = np.array([1.0, 1.0, -1.0, -1.0], np.float32)  # S R S for S = diag(-1, 1, 1)
+
+
+def mirror_skeleton(skel):
+    """Skeleton with left and right offsets swapped and reflected across the YZ plane (names unchanged)."""
+    m = mirror_indices(skel)
+    out = Skeleton(skel.names, skel.parents, skel.offsets[m] * _REFLECT, aliases=skel.aliases)
+    ends = getattr(skel, "end_sites", {})
+    out.end_sites = {i: np.asarray(ends[m[i]]) * _REFLECT for i in range(len(skel)) if m[i] in ends}
+    return out
+
+
+def mirror(skel, clip):
+    """Mirrored clip (local space, new mirrored skeleton): reflected across the YZ plane, left/right swapped."""
+    m = mirror_indices(skel)
+    out_skel = mirror_skeleton(skel)
+    out = copy.copy(clip)
+    out.skeleton = out_skel
+    out.pos = clip.pos[:, m] * _REFLECT
+    out.rot = clip.rot[:, m] * _REFLECT_Q
+    out.scl = clip.scl[:, m].copy()
+    if clip.root_pos is not None:
+        out.root_pos = np.asarray(clip.root_pos) * _REFLECT
+        out.root_rot = np.asarray(clip.root_rot) * _REFLECT_Q
+    if clip.contacts is not None and clip.contact_joints:
+        cols = {skel.index(n): c for c, n in enumerate(clip.contact_joints)}
+        order = [cols.get(m[skel.index(n)], c) for c, n in enumerate(clip.contact_joints)]
+        out.contacts = np.asarray(clip.contacts)[:, order]
+    out.tags = copy.deepcopy(clip.tags)
+    out.contact_joints = list(clip.contact_joints)
+    return out
