@@ -237,6 +237,42 @@ def to_scaled_angle_axis(q):
 
 
 @njit(cache=True)
+def sa_dx_to_ang(v, dv):
+    """Angular velocity (rad/s, left-multiplying) of ``from_scaled_angle_axis(v)`` as ``v`` moves at ``dv``.
+
+    The left Jacobian of the exponential map: ``dv + a v x dv + b v x (v x dv)`` with
+    ``a = (1 - cos|v|)/|v|^2``, ``b = (|v| - sin|v|)/|v|^3``.
+    """
+    t2 = vdot(v, v)
+    if t2 < 1e-6:
+        a = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        b = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+    else:
+        t = math.sqrt(t2)
+        a = (1.0 - math.cos(t)) / t2
+        b = (t - math.sin(t)) / (t2 * t)
+    c = vcross(v, dv)
+    return vadd(vadd(dv, vscale(c, a)), vscale(vcross(v, c), b))
+
+
+@njit(cache=True)
+def ang_to_sa_dx(v, ang):
+    """Rate ``dv/dt`` of a rotation vector ``v`` (|v| < 2 pi) whose rotation turns at left-multiplying ``ang``.
+
+    The inverse left Jacobian: ``ang - v x ang / 2 + c v x (v x ang)`` with
+    ``c = (1 - (|v|/2) cot(|v|/2)) / |v|^2``.
+    """
+    t2 = vdot(v, v)
+    if t2 < 1e-6:
+        c = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
+    else:
+        h = 0.5 * math.sqrt(t2)
+        c = (1.0 - h * math.cos(h) / math.sin(h)) / t2
+    x = vcross(v, ang)
+    return vadd(vsub(ang, vscale(x, 0.5)), vscale(vcross(v, x), c))
+
+
+@njit(cache=True)
 def qslerp(a, b, t):
     """Shortest-path spherical interpolation from ``a`` (t=0) to ``b`` (t=1)."""
     d = qmul(b, qinv(a))

@@ -5,5 +5,7 @@ Each function lives beside its node in ``animgraph.nodes``; this module gathers 
 
 from animgraph.nodes.bk import bk
 from animgraph.nodes.fk import fk
+from animgraph.nodes.sample import sample
 
 __all__ = ["fk", "bk"]
+__all__ += ["sample"]

@@ -4,3 +4,4 @@ Importing this package registers every node in ``animgraph.node.REGISTRY``.
 """
 
 from . import bk, fk  # noqa: F401
+from . import sample  # noqa: F401

@@ -1,0 +1,489 @@
+"""sample node: validity, interpolation cases, clamping and looping, exact velocities vs central FD.
+
+Velocity checks use the 5-point central stencil (f(-2h), f(-h), f(h), f(2h)) inside one
+key segment, where the interpolant is smooth (cubic positions are then differentiated
+exactly).  Two tolerances, stated where used:
+- float64 evaluation of the same kernels: relative error <= 1e-6 (the derivative is exact);
+- the float32 Pose returned by ``ag.ops.sample``: |v - fd| <= 1e-3 |fd| + the FD noise of
+  float32 output, NOISE * 2^-24 * |x| / h (|x| the size of the differenced quantity).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+import animgraph as ag
+from animgraph.node import REGISTRY, BuildContext, ClipRange
+from animgraph.nodes.sample import Sample, sample_kernel
+
+C5 = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0
+OFFSETS = (-2, -1, 1, 2)
+EPS32 = 2.0**-24
+NOISE = 8.0  # stencil gain 1.5, x2 for quaternion -> angle, and margin
+
+
+# ------------------------------------------------------------------ helpers (numpy, independent of maths.py)
+
+
+def qmul(a, b):
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+def qconj(q):
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def qlog2(q):
+    """Rotation vector (angle x axis) of unit quaternions, the short way round."""
+    q = np.where(q[..., :1] < 0, -q, q)
+    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(s, q[..., :1])
+    return q[..., 1:] * np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 2.0)
+
+
+def qexp2(v):
+    """Unit quaternion of rotation vector ``v``."""
+    a = np.linalg.norm(v, axis=-1, keepdims=True)
+    k = np.where(a > 1e-12, np.sin(a / 2) / np.maximum(a, 1e-300), 0.5)
+    return np.concatenate([np.cos(a / 2), v * k], -1)
+
+
+def same_rot(a, b, tol):
+    """Unit quaternions ``a`` and ``b`` are the same rotation within ``tol`` radians."""
+    return np.abs(qlog2(qmul(np.asarray(a, float), qconj(np.asarray(b, float))))).max() <= tol
+
+
+def fd(pose_at, t, h):
+    """(pose, vel, ang, svl): 5-point central differences of ``pose_at(times)`` at times ``t``."""
+    p0 = pose_at(t)
+    ps = [pose_at(t + k * h) for k in OFFSETS]
+    r0 = np.asarray(p0.rot, np.float64)
+    vel = sum(c * np.asarray(p.pos, np.float64) for c, p in zip(C5, ps)) / h
+    ang = sum(c * qlog2(qmul(np.asarray(p.rot, np.float64), qconj(r0))) for c, p in zip(C5, ps)) / h
+    svl = sum(c * np.log(np.asarray(p.scl, np.float64)) for c, p in zip(C5, ps)) / h
+    return p0, vel, ang, svl
+
+
+def rel_errors(v, ref, floor):
+    """Per-vector |v - ref| / max(|ref|, floor)."""
+    return np.linalg.norm(v - ref, axis=-1) / np.maximum(np.linalg.norm(ref, axis=-1), floor)
+
+
+def check_fd32(v, ref, size, h, what):
+    """float32 check: |v - fd| <= 1e-3 |fd| + NOISE eps32 size / h."""
+    err = np.linalg.norm(v - ref, axis=-1)
+    tol = 1e-3 * np.linalg.norm(ref, axis=-1) + NOISE * EPS32 * size / h
+    worst = np.unravel_index(np.argmax(err - tol), err.shape)
+    assert np.all(err <= tol), f"{what}: error {err[worst]:.3g} > tol {tol[worst]:.3g} at {worst}"
+
+
+class Pose64:
+    """float64 output buffers for the kernels (to separate the maths from float32 rounding)."""
+
+    def __init__(self, shape):
+        self.pos, self.vel, self.ang, self.svl = (np.zeros(shape + (3,)) for _ in range(4))
+        self.scl = np.ones(shape + (3,))
+        self.rot = np.zeros(shape + (4,))
+
+    def as_tuple(self):
+        return (self.pos, self.rot, self.scl, self.vel, self.ang, self.svl)
+
+
+def sample64(clip, times, mode, loop, rate=1.0):
+    times = np.asarray(times, np.float64)
+    out = Pose64(times.shape + (len(clip.skeleton),))
+    flat = [a.reshape(-1, *a.shape[-2:]) for a in out.as_tuple()]
+    for n, t in enumerate(times.reshape(-1)):
+        dst = tuple(a[n] for a in flat)
+        sample_kernel(clip.pos, clip.rot, clip.scl, 0, clip.frames, clip.dt, t, rate, mode == "cubic", loop, dst)
+    return out
+
+
+def chain(joints):
+    return ag.Skeleton([f"j{i}" for i in range(joints)], [-1] + list(range(joints - 1)), np.zeros((joints, 3)))
+
+
+def synthetic_clip(frames=24, joints=4, dt=1 / 30, seed=0, flips=True):
+    """Random smooth-ish motion with non-unit scales and sign-flipped quaternion keys."""
+    rng = np.random.default_rng(seed)
+    pos = np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.05, axis=0) + rng.normal(size=(1, joints, 3))
+    rot = qexp2(np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.2, axis=0))
+    if flips:
+        rot[rng.random((frames, joints)) < 0.3] *= -1
+    scl = np.exp(np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.03, axis=0))
+    return ag.Clip(chain(joints), pos, rot, scl, dt=dt)
+
+
+def mid_segment_times(clip, n, rng, loop, h):
+    """Times whose 5-point stencil (+-2h) stays inside one key segment."""
+    segments = clip.frames if loop else clip.frames - 1
+    margin = 2.5 * h / clip.dt
+    return (rng.integers(0, segments, n) + rng.uniform(margin, 1 - margin, n)) * clip.dt
+
+
+MODES = [("linear", False), ("linear", True), ("cubic", False), ("cubic", True)]
+
+
+# ------------------------------------------------------------------ validity
+
+
+def test_validity_bad_parameters_refused():
+    ok = Sample(id="s", clip="walk")
+    assert (ok.mode, ok.loop, ok.rate, ok.time) == ("cubic", True, 1.0, None)
+    bad = [
+        {"clip": "walk", "speed": 2.0},  # unknown key
+        {"clip": "walk", "mode": "quintic"},
+        {"clip": "walk", "rate": 1e9},
+        {"clip": "walk", "rate": float("nan")},
+        {"clip": "walk", "time": float("inf")},
+        {"clip": ""},
+        {},  # clip is required
+        {"clip": "walk", "loop": "sometimes"},
+    ]
+    for fields in bad:
+        with pytest.raises(ValidationError):
+            Sample(id="s", **fields)
+    with pytest.raises(ValidationError):
+        Sample(id="1bad", clip="walk")
+    assert REGISTRY["sample"] is Sample
+
+
+def test_op_refuses_bad_arguments():
+    clip = synthetic_clip()
+    with pytest.raises(ValueError, match="mode"):
+        ag.ops.sample(clip, 0.1, mode="cubicc")
+    with pytest.raises(ValueError, match="finite"):
+        ag.ops.sample(clip, [0.1, float("nan")])
+    with pytest.raises(ValueError, match="finite"):
+        ag.ops.sample(clip, 0.1, rate=float("inf"))
+
+
+def test_params_name_unknown_clip():
+    ctx = BuildContext(skeleton=chain(2), clips={"walk": ClipRange(0, 10, 0.1)})
+    with pytest.raises(ag.GraphError, match="run"):
+        Sample(id="s", clip="run").params(ctx)
+
+
+# ------------------------------------------------------------------ interpolation cases
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_keys_are_reproduced(mode, loop):
+    clip = synthetic_clip()
+    pose = ag.ops.sample(clip, np.arange(clip.frames) * clip.dt, mode=mode, loop=loop)
+    np.testing.assert_allclose(pose.pos, clip.pos, atol=1e-6)
+    np.testing.assert_allclose(pose.scl, clip.scl, rtol=1e-6)
+    assert same_rot(pose.rot, clip.rot, 1e-6)
+
+
+def test_linear_midpoint_is_lerp_slerp_eerp():
+    clip = synthetic_clip()
+    k = 5
+    pose = ag.ops.sample(clip, (k + 0.5) * clip.dt, mode="linear")
+    np.testing.assert_allclose(pose.pos, 0.5 * (clip.pos[k] + clip.pos[k + 1]), atol=1e-6)
+    np.testing.assert_allclose(pose.scl, np.sqrt(clip.scl[k] * clip.scl[k + 1]), rtol=1e-6)
+    q0, q1 = clip.rot[k].astype(float), clip.rot[k + 1].astype(float)
+    half = qmul(qexp2(0.5 * qlog2(qmul(q1, qconj(q0)))), q0)  # shortest-path slerp at 1/2
+    assert same_rot(pose.rot, half, 1e-6)
+    np.testing.assert_allclose(pose.vel, (clip.pos[k + 1] - clip.pos[k]) / clip.dt, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pose.ang, qlog2(qmul(q1, qconj(q0))) / clip.dt, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pose.svl, np.log(clip.scl[k + 1] / clip.scl[k]) / clip.dt, rtol=1e-5, atol=1e-5)
+
+
+def test_cubic_is_exact_on_quadratic_tracks():
+    """Catmull-Rom tangents are exact for quadratics, so cubic sampling reproduces them (and their rate)."""
+    dt, frames = 0.1, 12
+    t = np.arange(frames) * dt
+    a, b, c = np.array([0.3, -1.0, 2.0]), np.array([1.0, 0.5, -0.2]), np.array([0.1, 0.2, 0.3])
+    pos = (a * t[:, None] ** 2 + b * t[:, None] + c)[:, None, :]
+    logs = 0.2 * pos
+    rot = np.tile([1.0, 0.0, 0.0, 0.0], (frames, 1, 1))
+    clip = ag.Clip(chain(1), pos, rot, np.exp(logs), dt=dt)
+    ts = np.array([0.13, 0.37, 0.55, 0.91])  # away from the one-sided end tangents
+    pose = ag.ops.sample(clip, ts, mode="cubic")
+    expect = a * ts[:, None] ** 2 + b * ts[:, None] + c
+    np.testing.assert_allclose(pose.pos[:, 0], expect, atol=2e-6)
+    np.testing.assert_allclose(pose.vel[:, 0], 2 * a * ts[:, None] + b, atol=2e-5)
+    np.testing.assert_allclose(pose.svl[:, 0], 0.2 * (2 * a * ts[:, None] + b), atol=2e-5)
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_constant_spin_is_exact(mode, loop):
+    """Keys exp(k w dt) q0: any mode interpolates exp(w t) q0 and reports ang = w exactly."""
+    dt, frames = 1 / 30, 10
+    w = np.array([2.0, -1.0, 3.0])  # rad/s, 0.125 rad per frame
+    q0 = qexp2(np.array([0.3, 0.2, -0.5]))
+    rot = qmul(qexp2(np.arange(frames)[:, None] * dt * w), q0)[:, None, :]
+    clip = ag.Clip(chain(1), np.zeros((frames, 1, 3)), rot, dt=dt)
+    # Looping, the keys next to the wrap see a jump in their tangents: stay off them.
+    lo, hi = (1, frames - 2) if loop else (0, frames - 1)
+    ts = np.linspace(lo * dt + 0.003, hi * dt - 0.003, 17)
+    pose = ag.ops.sample(clip, ts, mode=mode, loop=loop, rate=1.0)
+    assert same_rot(pose.rot[:, 0], qmul(qexp2(ts[:, None] * w), q0), 2e-6)
+    np.testing.assert_allclose(pose.ang[:, 0], np.broadcast_to(w, (len(ts), 3)), rtol=1e-5)
+
+
+def test_cubic_differs_from_linear_between_keys():
+    clip = synthetic_clip()
+    t = 7.3 * clip.dt
+    lin, cub = (ag.ops.sample(clip, t, mode=m) for m in ("linear", "cubic"))
+    assert np.abs(lin.pos - cub.pos).max() > 1e-4
+    assert np.abs(lin.vel - cub.vel).max() > 1e-2
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_rate_scales_velocities_only(mode):
+    clip = synthetic_clip()
+    t = 6.4 * clip.dt
+    one = ag.ops.sample(clip, t, mode=mode)
+    fast = ag.ops.sample(clip, t, mode=mode, rate=-2.5)
+    for f in ("pos", "rot", "scl"):
+        np.testing.assert_array_equal(getattr(fast, f), getattr(one, f))
+    for f in ("vel", "ang", "svl"):
+        np.testing.assert_allclose(getattr(fast, f), -2.5 * getattr(one, f), rtol=1e-6, atol=1e-6)
+
+
+def test_batch_times_give_batch_pose():
+    clip = synthetic_clip()
+    times = np.array([[0.1, 0.2, 0.3], [0.05, 0.4, 0.15]])
+    pose = ag.ops.sample(clip, times, mode="cubic", loop=True)
+    assert pose.batch == (2, 3) and pose.joints == 4
+    single = ag.ops.sample(clip, 0.4, mode="cubic", loop=True)
+    for f in ("pos", "rot", "vel", "ang"):
+        np.testing.assert_array_equal(getattr(pose, f)[1, 1], getattr(single, f))
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_cubic_angular_velocity_continuous_across_keys(mode):
+    """Rotation tangents are carried into each segment's chart, so ang has no jump at a key (cubic)."""
+    clip = synthetic_clip(flips=True)
+    k = 9
+    before = ag.ops.sample(clip, (k - 1e-7) * clip.dt, mode=mode)
+    after = ag.ops.sample(clip, (k + 1e-7) * clip.dt, mode=mode)
+    jump = np.abs(after.ang - before.ang).max()
+    if mode == "cubic":
+        assert jump < 1e-3 * np.abs(after.ang).max()
+    else:  # linear is only C0: the angular velocity steps at keys
+        assert jump > 1e-2
+
+
+# ------------------------------------------------------------------ degenerate cases and ends
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_before_start_and_after_end_clamp_with_zero_velocity(mode):
+    clip = synthetic_clip()
+    end = (clip.frames - 1) * clip.dt
+    for t, key in ((-0.5, 0), (-1e-9, 0), (end + 1e-9, -1), (end + 3.0, -1), (end, -1)):
+        pose = ag.ops.sample(clip, t, mode=mode, loop=False)
+        np.testing.assert_allclose(pose.pos, clip.pos[key], atol=1e-6)
+        assert same_rot(pose.rot, clip.rot[key], 1e-6)
+        for f in ("vel", "ang", "svl"):
+            assert not np.any(getattr(pose, f)), (t, f)
+    # Playing forward from the first key moves; playing backward from the last key moves.
+    assert np.abs(ag.ops.sample(clip, 0.0, mode=mode).vel).max() > 0.1
+    assert np.abs(ag.ops.sample(clip, end, mode=mode, rate=-1.0).vel).max() > 0.1
+    assert not np.any(ag.ops.sample(clip, 0.0, mode=mode, rate=-1.0).vel)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_loop_wraps_from_last_key_to_first(mode):
+    clip = synthetic_clip()
+    period = clip.frames * clip.dt
+    ts = np.array([0.3, 1.1 * clip.dt, (clip.frames - 0.5) * clip.dt])
+    base = ag.ops.sample(clip, ts, mode=mode, loop=True)
+    for shift in (period, -period, 7 * period):
+        other = ag.ops.sample(clip, ts + shift, mode=mode, loop=True)
+        np.testing.assert_allclose(other.pos, base.pos, atol=1e-5)
+        np.testing.assert_allclose(other.vel, base.vel, atol=1e-3)
+    # Half way along the wrap segment, linear mode is the midpoint of the last and first keys.
+    if mode == "linear":
+        np.testing.assert_allclose(base.pos[2], 0.5 * (clip.pos[-1] + clip.pos[0]), atol=1e-6)
+        np.testing.assert_allclose(base.vel[2], (clip.pos[0] - clip.pos[-1]) / clip.dt, rtol=1e-5, atol=1e-4)
+    # The velocity across the wrap is the derivative of the interpolant there (a big jump
+    # in this random clip: a small h keeps the FD's own truncation error down).
+    h = clip.dt / 100
+    t = np.array([(clip.frames - 0.5) * clip.dt, period - 3 * h, period + 3 * h])
+    pose, vel, ang, svl = fd(lambda x: sample64(clip, x, mode, True), t, h)
+    np.testing.assert_allclose(pose.vel, vel, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pose.ang, ang, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(pose.svl, svl, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_zero_length_segments_and_single_frame(mode, loop):
+    clip = synthetic_clip(frames=6)
+    still = ag.Clip(clip.skeleton, np.repeat(clip.pos[:1], 6, 0), np.repeat(clip.rot[:1], 6, 0), dt=clip.dt)
+    pose = ag.ops.sample(still, np.linspace(-0.1, 0.4, 11), mode=mode, loop=loop)
+    assert np.all(np.isfinite(pose.pos)) and np.all(np.isfinite(pose.rot))
+    for f in ("vel", "ang", "svl"):
+        assert np.abs(getattr(pose, f)).max() < 1e-5
+    one = ag.Clip(clip.skeleton, clip.pos[:1], clip.rot[:1], clip.scl[:1], dt=clip.dt)
+    pose = ag.ops.sample(one, np.array([-1.0, 0.0, 0.01, 5.0]), mode=mode, loop=loop)
+    np.testing.assert_allclose(pose.pos, np.broadcast_to(clip.pos[0], pose.pos.shape), atol=1e-6)
+    for f in ("vel", "ang", "svl"):
+        assert not np.any(getattr(pose, f))
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_opposite_quaternion_keys_do_not_spin(mode):
+    """Keys q and -q are the same rotation: the shortest path between them stands still."""
+    q = qexp2(np.array([0.4, -0.3, 1.2]))
+    rot = np.array([q, -q, q, -q, -q])[:, None, :]
+    clip = ag.Clip(chain(1), np.zeros((5, 1, 3)), rot, dt=0.1)
+    pose = ag.ops.sample(clip, np.linspace(0.0, 0.4, 9) + 0.013, mode=mode)
+    assert same_rot(pose.rot[:, 0], np.broadcast_to(q, (9, 4)), 1e-6)
+    assert np.abs(pose.ang).max() < 1e-5
+
+
+# ------------------------------------------------------------------ velocities vs central FD
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_velocities_exact_on_synthetic_scaled_clip(mode, loop):
+    """float64 kernels vs 5-point FD, with non-unit scales and flipped keys: rel. error <= 1e-6."""
+    clip = synthetic_clip(frames=30, seed=3)
+    rng = np.random.default_rng(4)
+    h = clip.dt / 40  # fast random spins: keep the FD's O(h^4) truncation below 1e-6
+    ts = mid_segment_times(clip, 60, rng, loop, h)
+    pose, vel, ang, svl = fd(lambda x: sample64(clip, x, mode, loop, rate=1.7), ts, h)
+    for v, ref in ((pose.vel, vel), (pose.ang, ang), (pose.svl, svl)):
+        assert rel_errors(v, 1.7 * ref, 1e-2).max() <= 1e-6
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_velocities_match_central_fd_on_real_clips(bundled_clip, mode, loop):
+    """Real clips, both the float64 maths (rel <= 1e-6) and the float32 Pose (1e-3 rel + float32 FD noise)."""
+    _, clip = bundled_clip
+    rng = np.random.default_rng(5)
+    h = clip.dt / 10
+    ts = mid_segment_times(clip, 40, rng, loop, h)
+    # A looping clip's wrap segment can jump a long way: a smaller h for the float64 check.
+    pose, vel, ang, _ = fd(lambda x: sample64(clip, x, mode, loop), ts, h / 4)
+    assert rel_errors(pose.vel, vel, 1e-2).max() <= 1e-6
+    assert rel_errors(pose.ang, ang, 1e-2).max() <= 1e-6
+    pose, vel, ang, _ = fd(lambda x: ag.ops.sample(clip, x, mode=mode, loop=loop), ts, h)
+    size = np.abs(clip.pos).max()
+    check_fd32(pose.vel, vel, size, h, "vel")
+    check_fd32(pose.ang, ang, 2.0, h, "ang")
+
+
+# ------------------------------------------------------------------ the node contract, run() directly
+
+
+class Harness:
+    """Hand-built kernel arguments: the clip placed after junk frames in the graph's frame array."""
+
+    def __init__(self, clip, node, slots=2, pad=7):
+        rng = np.random.default_rng(9)
+        junk = lambda n, c: rng.normal(size=(n, len(clip.skeleton), c)).astype(np.float32)  # noqa: E731
+        cat = lambda a, c: np.ascontiguousarray(np.concatenate([junk(pad, c), a, junk(3, c)]))  # noqa: E731
+        self.db = (cat(clip.pos, 3), cat(clip.rot, 4), cat(clip.scl, 3), clip.skeleton.parents)
+        ctx = BuildContext(skeleton=clip.skeleton, clips={node.clip: ClipRange(pad, clip.frames, clip.dt, clip)})
+        self.node = node
+        self.par = node.params(ctx)
+        self.ctx = ctx
+        j = len(clip.skeleton)
+        self.pose = tuple(np.zeros((slots, j, 4 if f == 1 else 3), np.float32) for f in range(6))
+        self.sig = np.zeros(8)
+        self.ins = np.array([-1, -1], np.int64)
+        self.outs = np.array([1], np.int64)
+
+    def reset(self, time=0.0):
+        self.st = self.node.state(self.ctx, time)
+
+    def step(self, dt):
+        type(self.node).KERNEL(self.ins, self.outs, self.par, self.st, self.pose, self.sig, self.db, dt)
+        return ag.Pose(*(a[1].copy() for a in self.pose))
+
+
+def test_params_layout():
+    clip = synthetic_clip()
+    h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=False, rate=0.5))
+    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0.5])
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_own_clock_first_frame_shows_reset_time(mode, loop):
+    clip = synthetic_clip()
+    h = Harness(clip, Sample(id="s", clip="c", mode=mode, loop=loop, rate=1.5))
+    h.sig[0] = 1.5  # the rate input holds the field's value, as the executor provides it
+    h.ins[1] = 0
+    dt = 1 / 60
+    t0 = 0.37
+    h.reset(time=t0)
+    for n in range(5):
+        got = h.step(dt)
+        want = ag.ops.sample(clip, t0 + 1.5 * dt * n, mode=mode, loop=loop, rate=1.5)
+        for f in ("pos", "rot", "scl", "vel", "ang", "svl"):
+            np.testing.assert_allclose(getattr(got, f), getattr(want, f), atol=1e-6, err_msg=f)
+    assert h.st[0] == pytest.approx(t0 + 1.5 * dt * 5, abs=1e-12)
+
+
+def test_own_clock_wraps_when_looping_and_stops_at_end_otherwise():
+    clip = synthetic_clip()
+    period = clip.frames * clip.dt
+    end = (clip.frames - 1) * clip.dt
+    dt = 1 / 60
+    for loop in (True, False):
+        h = Harness(clip, Sample(id="s", clip="c", mode="cubic", loop=loop))
+        h.ins[1] = 0
+        h.sig[0] = 1.0
+        h.reset(time=end - 2 * dt)
+        frames = [h.step(dt) for _ in range(2 * int(period / dt))]
+        if loop:
+            assert 0.0 <= h.st[0] < period
+            t = (end - 2 * dt + len(frames) * dt) % period
+            assert h.st[0] == pytest.approx(t, abs=1e-9)
+            assert np.abs(frames[-1].vel).max() > 0.1
+        else:
+            assert h.st[0] == end
+            np.testing.assert_allclose(frames[-1].pos, clip.pos[-1], atol=1e-6)
+            assert not np.any(frames[-1].vel) and not np.any(frames[-1].ang)
+
+
+def test_rate_input_and_field_fallback():
+    clip = synthetic_clip()
+    h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=True, rate=0.5))
+    h.reset(0.21)
+    slow = h.step(0.1)  # rate input unlinked: par holds the field's 0.5
+    assert h.st[0] == pytest.approx(0.26)
+    h.ins[1] = 4
+    h.sig[4] = -2.0
+    h.reset(0.21)
+    back = h.step(0.1)
+    assert h.st[0] == pytest.approx(0.01)
+    np.testing.assert_allclose(back.vel, -4.0 * slow.vel, rtol=1e-5, atol=1e-6)
+
+
+def test_time_input_drives_sampling_and_scales_velocity():
+    clip = synthetic_clip()
+    h = Harness(clip, Sample(id="s", clip="c", mode="cubic", loop=False, time=0.3))
+    h.ins[0] = 2
+    h.sig[2:4] = (0.3, 0.0)  # the field's constant: a static pose
+    h.reset(5.0)
+    got = h.step(1 / 60)
+    want = ag.ops.sample(clip, 0.3, mode="cubic")
+    np.testing.assert_array_equal(got.pos, want.pos)
+    assert not np.any(got.vel) and not np.any(got.ang)
+    h.sig[2:4] = (0.41, 0.75)  # a linked time moving at 0.75 s/s
+    got = h.step(1 / 60)
+    want = ag.ops.sample(clip, 0.41, mode="cubic", rate=0.75)
+    for f in ("pos", "rot", "vel", "ang", "svl"):
+        np.testing.assert_allclose(getattr(got, f), getattr(want, f), atol=1e-6)
+    assert h.st[0] == 5.0  # the own clock is untouched while driven
+    h.sig[2] = math.nan
+    got = h.step(1 / 60)
+    assert np.all(np.isfinite(got.pos)) and not np.any(got.vel)
