@@ -136,23 +136,34 @@ def facing_angle(rot):
     return np.unwrap(2.0 * np.arctan2(rot[:, 2], rot[:, 0]))
 
 
+def _joint_or_root(skel, joint):
+    """Index of ``joint``; the root (0) when it is the default canonical name and the skeleton lacks it."""
+    try:
+        return skel.index(joint)
+    except ValueError:
+        if joint in ("chest", "hips"):
+            return 0
+        raise
+
+
 def root_track(skel, clip, spine="chest", hips="hips", window=0.5, order=3):
     """Simulation bone per frame: positions (F,3) on the ground (m) and rotations (F,4) about +Y, world space.
 
     Position: ``spine`` joint projected to y=0, Savitzky-Golay smoothed over ``window``
     seconds.  Facing: the ``hips`` joint's +Z axis projected to the ground, smoothed
-    the same way, renormalised.
+    the same way, renormalised.  Skeletons without the canonical CMU names use
+    their root joint for both.
     """
     from .ops import fk
 
     glob = fk(Pose(clip.pos, clip.rot, clip.scl), skel.parents)
     frames = _odd_frames(window, clip.dt)
-    pos = glob.pos[:, skel.index(spine)].astype(np.float64)
+    pos = glob.pos[:, _joint_or_root(skel, spine)].astype(np.float64)
     pos[:, UP] = 0.0
     pos = savgol(pos, frames, order)
     pos[:, UP] = 0.0
     fwd = np.empty((clip.frames, 3))
-    _rotate_rows(np.ascontiguousarray(glob.rot[:, skel.index(hips)], np.float64), FORWARD, fwd)
+    _rotate_rows(np.ascontiguousarray(glob.rot[:, _joint_or_root(skel, hips)], np.float64), FORWARD, fwd)
     fwd[:, UP] = 0.0
     fwd /= np.maximum(np.linalg.norm(fwd, axis=1, keepdims=True), 1e-9)
     fwd = savgol(fwd, frames, order)

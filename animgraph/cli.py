@@ -1,0 +1,161 @@
+"""The ``animgraph`` command line.
+
+Each command is one ``_cmd_<name>(args)`` handler plus one ``_args_<name>(parser)``
+that declares its arguments, listed once in ``COMMANDS``; to add a command write
+those two functions and append a row.  Handlers return an exit status (0 on success).
+
+User-input errors (a bad or missing file, a bad graph) are ``AnimgraphError`` or
+``OSError``: ``main`` prints them as one line ``animgraph: <file>:<line>: <problem>``
+on stderr and returns 2, never a traceback.  argparse's own usage errors also exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import AnimgraphError, BVHError
+
+PROG = "animgraph"
+
+
+# ---------------------------------------------------------------- info
+
+
+def _args_info(p):
+    p.add_argument("file", help="a BVH file, or the name of a bundled clip (" + ", ".join(_bundled()) + ")")
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="metres per file unit (default: CMU cgspeed files, recognised by their 31 joint names, "
+        "use 0.0564444 and drop their added T-pose frame 0; other files 1.0)",
+    )
+    p.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
+
+
+def _bundled():
+    from . import data
+
+    return data.names()
+
+
+def load_clip(file, scale=None):
+    """(skeleton, clip, notes) of a BVH path or bundled clip name, in metres (see ``info --scale``)."""
+    from . import data
+    from .bvh import load_bvh
+    from .names import convention, install_aliases
+
+    if file in data.names() and not Path(file).exists():
+        skel, clip = data.load(file)
+        return skel, clip, {"file": str(data.path(file)), "units": data.CMU_SCALE, "cmu": True}
+    path = Path(file)
+    if not path.exists():
+        raise BVHError(f"no such file (nor a bundled clip: {', '.join(data.names())})", file)
+    if scale is None:
+        skel, clip = load_bvh(path)
+        if convention(skel.names) is not None:
+            skel, clip = data.load_cmu(path)
+            return skel, clip, {"file": str(path), "units": data.CMU_SCALE, "cmu": True}
+        scale = 1.0
+    elif not scale > 0:
+        raise BVHError(f"--scale must be positive, got {scale}", file)
+    skel, clip = load_bvh(path, scale=scale)
+    install_aliases(skel)
+    return skel, clip, {"file": str(path), "units": scale, "cmu": False}
+
+
+def info(file, scale=None):
+    """Summary dict of a clip: joints, frames, rate (fps), duration (s), root speed (m/s), turning (deg, left +)."""
+    from .names import convention
+    from .preprocess import root_stats
+
+    skel, clip, notes = load_clip(file, scale)
+    stats = root_stats(skel, clip)
+    return {
+        "file": notes["file"],
+        "joints": len(skel),
+        "root": skel.names[0],
+        "names": list(skel.names),
+        "convention": convention(skel.names),
+        "frames": clip.frames,
+        "tpose_dropped": notes["cmu"],
+        "fps": clip.fps,
+        "duration": clip.duration,
+        "metres_per_unit": notes["units"],
+        "root_speed_mean": stats["speed_mean"],
+        "root_speed_max": stats["speed_max"],
+        "root_distance": stats["distance"],
+        "turning": stats["turning"],
+    }
+
+
+def _cmd_info(args):
+    s = info(args.file, args.scale)
+    if args.json:
+        print(json.dumps(s))
+        return 0
+    style = {"motionbuilder": "MotionBuilder-style", "3dsmax": "3dsMax-style"}.get(s["convention"])
+    conv = f", CMU {style} names (canonical aliases installed)" if style else ""
+    print(s["file"])
+    print(f"  skeleton   {s['joints']} joints, root {s['root']}{conv}")
+    print(f"  joints     {' '.join(s['names'])}")
+    print(f"  frames     {s['frames']}" + (" (added T-pose frame 0 dropped)" if s["tpose_dropped"] else ""))
+    print(f"  rate       {s['fps']:g} fps")
+    print(f"  duration   {s['duration']:.3f} s")
+    print(f"  units      1 file unit = {s['metres_per_unit']:g} m")
+    print(f"  root speed mean {s['root_speed_mean']:.2f} m/s, max {s['root_speed_max']:.2f} m/s")
+    print(f"  distance   {s['root_distance']:.2f} m")
+    print(f"  turning    {s['turning']:+.1f} deg (left positive)")
+    return 0
+
+
+# ---------------------------------------------------------------- registry
+
+# (name, one-line help, add_arguments(parser), handler(args) -> exit status)
+COMMANDS = [
+    ("info", "skeleton, frames, rate, duration, root speed and turning of a BVH file", _args_info, _cmd_info),
+]
+
+
+def build_parser():
+    """The argparse parser with every command of ``COMMANDS``."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Node-graph character animation where every pose carries its velocities."
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, help_, add_arguments, handler in COMMANDS:
+        p = sub.add_parser(name, help=help_, description=help_)
+        add_arguments(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def _one_line(err):
+    if isinstance(err, OSError) and err.filename is not None:
+        text = f"{err.filename}: {err.strerror or err}"
+    else:
+        text = str(err)
+    return " ".join(text.split())
+
+
+def main(argv=None):
+    """Run the command line; returns the exit status (2 for user-input errors)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except (AnimgraphError, OSError) as err:
+        print(f"{PROG}: {_one_line(err)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The command line: --version, info numbers on every clip, one-line errors with exit status 2."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import animgraph as ag
+from animgraph.cli import COMMANDS, main
+
+from conftest import BUNDLED, shared_path
+from test_bvh import BAD, SMALL
+
+
+def _info(capsys, *argv):
+    assert main(["info", *argv, "--json"]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""
+    return json.loads(out.out)
+
+
+def _file(name):
+    return str(ag.data.path(name)) if name in BUNDLED else str(shared_path(name))
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"animgraph {ag.__version__}"
+
+
+# SOURCES.md: mean root speed (m/s, tolerance), total body turning (deg left +, tolerance)
+INFO_EXPECT = {
+    "cmu_12_01_walk.bvh": (0.9, 0.1, 5.0, 10.0),
+    "cmu_16_45_run_jog.bvh": (4.0, 0.2, 0.0, 8.0),
+    "cmu_16_36_run_jog.bvh": (2.7, 0.15, 0.0, 10.0),
+    "cmu_16_23_walk_veer_left.bvh": (1.65, 0.1, 38.0, 10.0),
+    "cmu_16_27_walk_90deg_left_turn.bvh": (1.6, 0.1, 90.0, 12.0),
+    "cmu_131_02_start_walk_stop_slow.bvh": (0.2, 0.1, None, None),
+}
+
+
+@pytest.mark.parametrize("file", sorted(INFO_EXPECT))
+def test_info_numbers_match_sources(file, capsys):
+    speed, speed_tol, turn, turn_tol = INFO_EXPECT[file]
+    s = _info(capsys, str(shared_path(file)))
+    assert s["joints"] == 31 and s["fps"] == pytest.approx(120) and s["tpose_dropped"]
+    assert s["duration"] == pytest.approx((s["frames"] - 1) / 120)
+    assert abs(s["root_speed_mean"] - speed) < speed_tol, s
+    if turn is not None:
+        assert abs(s["turning"] - turn) < turn_tol, s
+
+
+def test_info_text_and_bundled_name(capsys):
+    assert main(["info", "run"]) == 0
+    out = capsys.readouterr().out
+    assert "31 joints" in out and "135 (added T-pose frame 0 dropped)" in out
+    assert "120 fps" in out and "1.117 s" in out
+    speed = float(out.split("root speed mean ")[1].split()[0])
+    assert abs(speed - 4.0) < 0.2
+    assert "deg (left positive)" in out
+    # The same clip by path gives the same numbers.
+    assert _info(capsys, "run")["root_speed_mean"] == _info(capsys, _file("run"))["root_speed_mean"]
+
+
+def test_info_non_cmu_file_with_scale(tmp_path, capsys):
+    path = tmp_path / "small.bvh"
+    path.write_text(SMALL)
+    s = _info(capsys, str(path), "--scale", "0.5")
+    assert s["joints"] == 3 and s["frames"] == 2 and not s["tpose_dropped"]
+    assert s["fps"] == pytest.approx(25) and s["metres_per_unit"] == 0.5
+    assert s["convention"] is None
+
+
+def _one_error_line(capsys, argv, where):
+    assert main(argv) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    lines = out.err.splitlines()
+    assert len(lines) == 1, out.err
+    assert lines[0].startswith(f"animgraph: {where}"), lines[0]
+    assert "Traceback" not in out.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_info_bad_bvh_one_line_exit_2(case, tmp_path, capsys):
+    text, line, words = BAD[case]
+    path = tmp_path / f"{case}.bvh"
+    path.write_text(text)
+    msg = _one_error_line(capsys, ["info", str(path)], f"{path}:{line}: ")
+    assert words.lower() in msg.lower()
+
+
+def test_info_missing_directory_and_bad_scale(tmp_path, capsys):
+    _one_error_line(capsys, ["info", str(tmp_path / "nope.bvh")], f"{tmp_path / 'nope.bvh'}: no such file")
+    _one_error_line(capsys, ["info", str(tmp_path)], f"{tmp_path}: is a directory")
+    path = tmp_path / "small.bvh"
+    path.write_text(SMALL)
+    _one_error_line(capsys, ["info", str(path), "--scale", "-1"], f"{path}: --scale must be positive")
+
+
+def test_bad_arguments_exit_2(capsys):
+    for argv in ([], ["nosuchcommand"], ["info"], ["info", "walk", "--scale", "abc"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_commands_table_shape():
+    """Every command row is (name, help, add_arguments, handler) with a _cmd_<name> handler."""
+    for name, help_, add_arguments, handler in COMMANDS:
+        assert help_ and callable(add_arguments) and handler.__name__ == f"_cmd_{name.replace('-', '_')}"
+
+
+def test_console_script_subprocess(tmp_path):
+    """The installed ``animgraph`` script: one stderr line and status 2 on a truncated file, nothing on stdout."""
+    script = Path(sys.executable).with_name("animgraph")
+    assert script.exists(), f"console script missing next to {sys.executable}: pip install -e ."
+    path = tmp_path / "truncated.bvh"
+    path.write_text(BAD["truncated_motion_line"][0])
+    proc = subprocess.run([str(script), "info", str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [proc.stderr.strip()]
+    assert proc.stderr.startswith(f"animgraph: {path}:25: ")
+    ok = subprocess.run([str(script), "info", "walk_turn"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "turning    +" in ok.stdout
