@@ -170,6 +170,8 @@ def _read_lines(path):
         raise BVHError("is a directory, not a BVH file", path) from None
     except PermissionError:
         raise BVHError("permission denied", path) from None
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # UTF-8 byte-order mark
     if not raw.strip():
         raise BVHError("empty file: expected HIERARCHY", path, 1)
     lines = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
@@ -200,9 +202,9 @@ def _motion(lines, start, frames, channels, file):
     # Tokens per line, vectorised over bytes: a token starts at non-space after space.
     b = np.frombuffer(body, dtype=np.uint8)
     space = (b == 32) | (b == 9) | (b == 10) | (b == 11) | (b == 12)
-    starts = ~space & np.concatenate(([True], space[:-1]))
-    line_of = np.concatenate(([0], np.cumsum(b[:-1] == 10)))
-    counts = np.bincount(line_of[starts], minlength=len(body_lines))
+    starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+    line_of = np.searchsorted(np.flatnonzero(b == 10), starts)  # newlines before each token
+    counts = np.bincount(line_of, minlength=len(body_lines))
     if len(body_lines) < frames:
         raise BVHError(
             f"file ends early: 'Frames: {frames}' but only {len(body_lines)} motion lines",

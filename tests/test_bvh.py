@@ -206,6 +206,13 @@ def test_crlf_line_numbers_count_the_same(tmp_path):
     assert err.value.line == line
 
 
+def test_byte_order_mark_and_cr_only_line_ends(tmp_path):
+    path = tmp_path / "bom.bvh"
+    path.write_bytes(b"\xef\xbb\xbf" + SMALL.replace("\n", "\r").encode())
+    skel, clip = load_bvh(path)
+    assert skel.names == ["root", "a", "b"] and clip.frames == 2
+
+
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(BVHError, match="no such file") as err:
         load_bvh(tmp_path / "nope.bvh")
