@@ -44,3 +44,20 @@ def central_velocities(plus, minus, h):
     ang = rotvec(qmul(plus.rot, qconj(minus.rot))) / (2 * h)
     svl = (np.log(np.asarray(plus.scl, float)) - np.log(minus.scl)) / (2 * h)
     return vel, ang, svl
+
+
+def qrot(q, v):
+    """Rotate (...,3) vectors by (...,4) unit quaternions."""
+    qv = np.concatenate([np.zeros(np.shape(v)[:-1] + (1,)), v], axis=-1)
+    return qmul(qmul(q, qv), qconj(q))[..., 1:]
+
+
+def fk_positions(pos, rot, scl, parents):
+    """Global (pos, rot, scl) in float64 from local arrays (J,3)/(J,4): a plain FK, no velocities."""
+    gp, gr, gs = np.array(pos, float), np.array(rot, float), np.array(scl, float)
+    for j, p in enumerate(parents):
+        if p >= 0:
+            gp[j] = gp[p] + qrot(gr[p], gs[p] * pos[j])
+            gr[j] = qmul(gr[p], rot[j])
+            gs[j] = gs[p] * scl[j]
+    return gp, gr, gs
