@@ -314,10 +314,8 @@ def _build(joints, values, dt, scale, name):
             col += 1
     rot = np.empty((frames, j_count, 4))
     _euler_to_quat(angles, axes, counts, rot)
-    skel = Skeleton([j["name"] for j in joints], [j["parent"] for j in joints], offsets)
-    skel.end_sites = {
-        i: np.asarray(j["end"], np.float32) * np.float32(scale) for i, j in enumerate(joints) if j["end"] is not None
-    }
+    ends = {i: np.asarray(j["end"], np.float32) * np.float32(scale) for i, j in enumerate(joints) if j["end"] is not None}
+    skel = Skeleton([j["name"] for j in joints], [j["parent"] for j in joints], offsets, end_sites=ends)
     clip = Clip(skel, pos, rot, dt=dt, name=name)
     return skel, clip
 
@@ -340,7 +338,7 @@ def save_bvh(path, skel, clip, scale=1.0):
     euler = np.empty((clip.frames, j_count, 3))
     _quat_to_euler_zyx(np.ascontiguousarray(clip.rot, np.float64), euler)
     euler = np.degrees(euler)
-    end_sites = getattr(skel, "end_sites", {}) or {}
+    end_sites = skel.end_sites
     children = [[] for _ in range(j_count)]
     for i, p in enumerate(skel.parents):
         if p >= 0:

@@ -17,9 +17,13 @@ def _f32(a, shape_tail, name):
 
 
 class Skeleton:
-    """Joint names, parent indices (``parents[i] < i``, root -1) and rest offsets (J,3) in metres."""
+    """Joint names, parent indices (``parents[i] < i``, root -1) and rest offsets (J,3) in metres.
 
-    def __init__(self, names, parents, offsets, aliases=None):
+    ``aliases`` maps extra names (e.g. canonical ``left_foot``) to joint indices;
+    ``end_sites`` maps a joint index to the offset (m) of its BVH End Site.
+    """
+
+    def __init__(self, names, parents, offsets, aliases=None, end_sites=None):
         self.names = [str(n) for n in names]
         self.parents = np.asarray(parents, dtype=np.int32)
         self.offsets = np.asarray(offsets, dtype=np.float32).reshape(-1, 3)
@@ -37,6 +41,7 @@ class Skeleton:
             raise ValueError("joint names must be unique")
         # Extra names (e.g. canonical 'left_foot') that resolve to joint indices.
         self.aliases = dict(aliases or {})
+        self.end_sites = {int(k): np.asarray(v, np.float32) for k, v in (end_sites or {}).items()}
 
     def __len__(self):
         return len(self.names)

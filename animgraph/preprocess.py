@@ -226,10 +226,8 @@ _REFLECT_Q = np.array([1.0, 1.0, -1.0, -1.0], np.float32)  # S R S for S = diag(
 def mirror_skeleton(skel):
     """Skeleton with left and right offsets swapped and reflected across the YZ plane (names unchanged)."""
     m = mirror_indices(skel)
-    out = Skeleton(skel.names, skel.parents, skel.offsets[m] * _REFLECT, aliases=skel.aliases)
-    ends = getattr(skel, "end_sites", {})
-    out.end_sites = {i: np.asarray(ends[m[i]]) * _REFLECT for i in range(len(skel)) if m[i] in ends}
-    return out
+    ends = {i: skel.end_sites[m[i]] * _REFLECT for i in range(len(skel)) if m[i] in skel.end_sites}
+    return Skeleton(skel.names, skel.parents, skel.offsets[m] * _REFLECT, aliases=skel.aliases, end_sites=ends)
 
 
 def mirror(skel, clip):
