@@ -13,6 +13,7 @@ This is the one module for this maths: nodes and ops import from here.
 
 import math
 
+import numpy as np
 from numba import njit
 
 EPS = 1e-8
@@ -382,14 +383,18 @@ def kinv(a):
 # ---------------------------------------------------------------- array edges
 
 
+# np.float64, not float(): numba's float() keeps a float32 element float32, which would
+# compile every helper for float32 tuples and lose the float64 arithmetic.
+
+
 @njit(cache=True)
 def load3(arr, i):
-    return (float(arr[i, 0]), float(arr[i, 1]), float(arr[i, 2]))
+    return (np.float64(arr[i, 0]), np.float64(arr[i, 1]), np.float64(arr[i, 2]))
 
 
 @njit(cache=True)
 def load4(arr, i):
-    return (float(arr[i, 0]), float(arr[i, 1]), float(arr[i, 2]), float(arr[i, 3]))
+    return (np.float64(arr[i, 0]), np.float64(arr[i, 1]), np.float64(arr[i, 2]), np.float64(arr[i, 3]))
 
 
 @njit(cache=True)
