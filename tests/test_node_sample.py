@@ -17,96 +17,15 @@ from pydantic import ValidationError
 import animgraph as ag
 from animgraph.node import REGISTRY, BuildContext, ClipRange
 from animgraph.nodes.sample import Sample, sample_kernel
-
-C5 = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0
-OFFSETS = (-2, -1, 1, 2)
-EPS32 = 2.0**-24
-NOISE = 8.0  # stencil gain 1.5, x2 for quaternion -> angle, and margin
-
-
-# ------------------------------------------------------------------ helpers (numpy, independent of maths.py)
-
-
-def qmul(a, b):
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
-    return np.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        -1,
-    )
-
-
-def qconj(q):
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
-
-
-def qlog2(q):
-    """Rotation vector (angle x axis) of unit quaternions, the short way round."""
-    q = np.where(q[..., :1] < 0, -q, q)
-    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(s, q[..., :1])
-    return q[..., 1:] * np.where(s > 1e-12, angle / np.maximum(s, 1e-300), 2.0)
-
-
-def qexp2(v):
-    """Unit quaternion of rotation vector ``v``."""
-    a = np.linalg.norm(v, axis=-1, keepdims=True)
-    k = np.where(a > 1e-12, np.sin(a / 2) / np.maximum(a, 1e-300), 0.5)
-    return np.concatenate([np.cos(a / 2), v * k], -1)
-
-
-def same_rot(a, b, tol):
-    """Unit quaternions ``a`` and ``b`` are the same rotation within ``tol`` radians."""
-    return np.abs(qlog2(qmul(np.asarray(a, float), qconj(np.asarray(b, float))))).max() <= tol
-
-
-def fd(pose_at, t, h):
-    """(pose, vel, ang, svl): 5-point central differences of ``pose_at(times)`` at times ``t``."""
-    p0 = pose_at(t)
-    ps = [pose_at(t + k * h) for k in OFFSETS]
-    r0 = np.asarray(p0.rot, np.float64)
-    vel = sum(c * np.asarray(p.pos, np.float64) for c, p in zip(C5, ps)) / h
-    ang = sum(c * qlog2(qmul(np.asarray(p.rot, np.float64), qconj(r0))) for c, p in zip(C5, ps)) / h
-    svl = sum(c * np.log(np.asarray(p.scl, np.float64)) for c, p in zip(C5, ps)) / h
-    return p0, vel, ang, svl
-
-
-def rel_errors(v, ref, floor):
-    """Per-vector |v - ref| / max(|ref|, floor)."""
-    return np.linalg.norm(v - ref, axis=-1) / np.maximum(np.linalg.norm(ref, axis=-1), floor)
-
-
-def check_fd32(v, ref, size, h, what):
-    """float32 check: |v - fd| <= 1e-3 |fd| + NOISE eps32 size / h."""
-    err = np.linalg.norm(v - ref, axis=-1)
-    tol = 1e-3 * np.linalg.norm(ref, axis=-1) + NOISE * EPS32 * size / h
-    worst = np.unravel_index(np.argmax(err - tol), err.shape)
-    assert np.all(err <= tol), f"{what}: error {err[worst]:.3g} > tol {tol[worst]:.3g} at {worst}"
-
-
-class Pose64:
-    """float64 output buffers for the kernels (to separate the maths from float32 rounding)."""
-
-    def __init__(self, shape):
-        self.pos, self.vel, self.ang, self.svl = (np.zeros(shape + (3,)) for _ in range(4))
-        self.scl = np.ones(shape + (3,))
-        self.rot = np.zeros(shape + (4,))
-
-    def as_tuple(self):
-        return (self.pos, self.rot, self.scl, self.vel, self.ang, self.svl)
+from fd import from_rotvec, qconj, qmul, rotvec
+from fdcheck import Pose64, check_fd32, central_fd, rel_errors, same_rot
 
 
 def sample64(clip, times, mode, loop, rate=1.0):
+    """``ag.ops.sample`` run into float64 buffers."""
     times = np.asarray(times, np.float64)
     out = Pose64(times.shape + (len(clip.skeleton),))
-    flat = [a.reshape(-1, *a.shape[-2:]) for a in out.as_tuple()]
-    for n, t in enumerate(times.reshape(-1)):
-        dst = tuple(a[n] for a in flat)
+    for t, dst in zip(times.reshape(-1), out.items()):
         sample_kernel(clip.pos, clip.rot, clip.scl, 0, clip.frames, clip.dt, t, rate, mode == "cubic", loop, dst)
     return out
 
@@ -119,7 +38,7 @@ def synthetic_clip(frames=24, joints=4, dt=1 / 30, seed=0, flips=True):
     """Random smooth-ish motion with non-unit scales and sign-flipped quaternion keys."""
     rng = np.random.default_rng(seed)
     pos = np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.05, axis=0) + rng.normal(size=(1, joints, 3))
-    rot = qexp2(np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.2, axis=0))
+    rot = from_rotvec(np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.2, axis=0))
     if flips:
         rot[rng.random((frames, joints)) < 0.3] *= -1
     scl = np.exp(np.cumsum(rng.normal(size=(frames, joints, 3)) * 0.03, axis=0))
@@ -195,10 +114,10 @@ def test_linear_midpoint_is_lerp_slerp_eerp():
     np.testing.assert_allclose(pose.pos, 0.5 * (clip.pos[k] + clip.pos[k + 1]), atol=1e-6)
     np.testing.assert_allclose(pose.scl, np.sqrt(clip.scl[k] * clip.scl[k + 1]), rtol=1e-6)
     q0, q1 = clip.rot[k].astype(float), clip.rot[k + 1].astype(float)
-    half = qmul(qexp2(0.5 * qlog2(qmul(q1, qconj(q0)))), q0)  # shortest-path slerp at 1/2
+    half = qmul(from_rotvec(0.5 * rotvec(qmul(q1, qconj(q0)))), q0)  # shortest-path slerp at 1/2
     assert same_rot(pose.rot, half, 1e-6)
     np.testing.assert_allclose(pose.vel, (clip.pos[k + 1] - clip.pos[k]) / clip.dt, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(pose.ang, qlog2(qmul(q1, qconj(q0))) / clip.dt, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(pose.ang, rotvec(qmul(q1, qconj(q0))) / clip.dt, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(pose.svl, np.log(clip.scl[k + 1] / clip.scl[k]) / clip.dt, rtol=1e-5, atol=1e-5)
 
 
@@ -224,14 +143,14 @@ def test_constant_spin_is_exact(mode, loop):
     """Keys exp(k w dt) q0: any mode interpolates exp(w t) q0 and reports ang = w exactly."""
     dt, frames = 1 / 30, 10
     w = np.array([2.0, -1.0, 3.0])  # rad/s, 0.125 rad per frame
-    q0 = qexp2(np.array([0.3, 0.2, -0.5]))
-    rot = qmul(qexp2(np.arange(frames)[:, None] * dt * w), q0)[:, None, :]
+    q0 = from_rotvec(np.array([0.3, 0.2, -0.5]))
+    rot = qmul(from_rotvec(np.arange(frames)[:, None] * dt * w), q0)[:, None, :]
     clip = ag.Clip(chain(1), np.zeros((frames, 1, 3)), rot, dt=dt)
     # Looping, the keys next to the wrap see a jump in their tangents: stay off them.
     lo, hi = (1, frames - 2) if loop else (0, frames - 1)
     ts = np.linspace(lo * dt + 0.003, hi * dt - 0.003, 17)
     pose = ag.ops.sample(clip, ts, mode=mode, loop=loop, rate=1.0)
-    assert same_rot(pose.rot[:, 0], qmul(qexp2(ts[:, None] * w), q0), 2e-6)
+    assert same_rot(pose.rot[:, 0], qmul(from_rotvec(ts[:, None] * w), q0), 2e-6)
     np.testing.assert_allclose(pose.ang[:, 0], np.broadcast_to(w, (len(ts), 3)), rtol=1e-5)
 
 
@@ -316,7 +235,7 @@ def test_loop_wraps_from_last_key_to_first(mode):
     # in this random clip: a small h keeps the FD's own truncation error down).
     h = clip.dt / 100
     t = np.array([(clip.frames - 0.5) * clip.dt, period - 3 * h, period + 3 * h])
-    pose, vel, ang, svl = fd(lambda x: sample64(clip, x, mode, True), t, h)
+    pose, vel, ang, svl = central_fd(lambda x: sample64(clip, x, mode, True), t, h)
     np.testing.assert_allclose(pose.vel, vel, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(pose.ang, ang, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(pose.svl, svl, rtol=1e-6, atol=1e-6)
@@ -340,7 +259,7 @@ def test_zero_length_segments_and_single_frame(mode, loop):
 @pytest.mark.parametrize("mode", ["linear", "cubic"])
 def test_opposite_quaternion_keys_do_not_spin(mode):
     """Keys q and -q are the same rotation: the shortest path between them stands still."""
-    q = qexp2(np.array([0.4, -0.3, 1.2]))
+    q = from_rotvec(np.array([0.4, -0.3, 1.2]))
     rot = np.array([q, -q, q, -q, -q])[:, None, :]
     clip = ag.Clip(chain(1), np.zeros((5, 1, 3)), rot, dt=0.1)
     pose = ag.ops.sample(clip, np.linspace(0.0, 0.4, 9) + 0.013, mode=mode)
@@ -358,7 +277,7 @@ def test_velocities_exact_on_synthetic_scaled_clip(mode, loop):
     rng = np.random.default_rng(4)
     h = clip.dt / 40  # fast random spins: keep the FD's O(h^4) truncation below 1e-6
     ts = mid_segment_times(clip, 60, rng, loop, h)
-    pose, vel, ang, svl = fd(lambda x: sample64(clip, x, mode, loop, rate=1.7), ts, h)
+    pose, vel, ang, svl = central_fd(lambda x: sample64(clip, x, mode, loop, rate=1.7), ts, h)
     for v, ref in ((pose.vel, vel), (pose.ang, ang), (pose.svl, svl)):
         assert rel_errors(v, 1.7 * ref, 1e-2).max() <= 1e-6
 
@@ -371,10 +290,10 @@ def test_velocities_match_central_fd_on_real_clips(bundled_clip, mode, loop):
     h = clip.dt / 10
     ts = mid_segment_times(clip, 40, rng, loop, h)
     # A looping clip's wrap segment can jump a long way: a smaller h for the float64 check.
-    pose, vel, ang, _ = fd(lambda x: sample64(clip, x, mode, loop), ts, h / 4)
+    pose, vel, ang, _ = central_fd(lambda x: sample64(clip, x, mode, loop), ts, h / 4)
     assert rel_errors(pose.vel, vel, 1e-2).max() <= 1e-6
     assert rel_errors(pose.ang, ang, 1e-2).max() <= 1e-6
-    pose, vel, ang, _ = fd(lambda x: ag.ops.sample(clip, x, mode=mode, loop=loop), ts, h)
+    pose, vel, ang, _ = central_fd(lambda x: ag.ops.sample(clip, x, mode=mode, loop=loop), ts, h)
     size = np.abs(clip.pos).max()
     check_fd32(pose.vel, vel, size, h, "vel")
     check_fd32(pose.ang, ang, 2.0, h, "ang")

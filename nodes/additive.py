@@ -1,0 +1,179 @@
+"""Additive poses: apply a weighted offset pose to a base pose, and make offsets (``difference``).
+
+With ``a = log(add.rot)`` (rotation vector, short way round) the weighted offset rotation is
+``E = exp(α a)``, turning at ``ωE = J(α a) (α' a + α a')`` with ``a' = J(a)^-1 ωadd`` (``J``
+the left Jacobian of exp; at α = 1 this is just ``ωadd + α' a``).
+Parent side: ``rot = E base``, ``ang = ωE + R(E) ωbase`` (the base turns inside E).
+Local side:  ``rot = base E``, ``ang = ωbase + R(base) ωE`` (the offset turns inside base).
+Positions add ``α add.pos`` (velocity ``α add.vel + α' add.pos``), scales multiply by
+``exp(α log add.scl)`` (``svl`` adds ``α add.svl + α' log add.scl``).
+``difference(pose, ref)`` inverts this at α = 1: parent side ``pose.rot ref.rot^-1``,
+local side ``ref.rot^-1 pose.rot``, with the matching angular velocities.
+"""
+
+import math
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field
+
+from animgraph.maths import (
+    ang_to_sa_dx,
+    load_kform,
+    qabs,
+    qinv,
+    qinv_rot,
+    qmul,
+    qrot,
+    store_kform,
+    to_scaled_angle_axis,
+    vadd,
+    vdiv,
+    vexp,
+    vlog,
+    vmul,
+    vscale,
+    vsub,
+)
+from animgraph.node import Node, Port, register, slot
+from animgraph.nodes.blend import broadcast_poses, check_scales, weighted_rot, weights
+from animgraph.pose import Pose
+
+SIDES = ("parent", "local")
+
+
+@njit(cache=True)
+def additive_kform(base, add, alpha, alpha_vel, local_side):
+    """``base`` with ``add`` applied at weight ``alpha`` (rate ``alpha_vel`` 1/s) on the parent or local side."""
+    bp, br, bsc, bv, bw, bsv = base
+    ap, ar, asc, av, aw, asv = add
+    pos = vadd(bp, vscale(ap, alpha))
+    vel = vadd(vadd(bv, vscale(av, alpha)), vscale(ap, alpha_vel))
+    a = to_scaled_angle_axis(ar)
+    e, e_ang = weighted_rot(a, ang_to_sa_dx(a, aw), alpha, alpha_vel)
+    if local_side:
+        rot = qmul(br, e)
+        ang = vadd(bw, qrot(br, e_ang))
+    else:
+        rot = qmul(e, br)
+        ang = vadd(e_ang, qrot(e, bw))
+    la = vlog(asc)
+    scl = vmul(bsc, vexp(vscale(la, alpha)))
+    svl = vadd(vadd(bsv, vscale(asv, alpha)), vscale(la, alpha_vel))
+    return (pos, rot, scl, vel, ang, svl)
+
+
+@njit(cache=True)
+def difference_kform(pose, ref, local_side):
+    """The additive kineform that takes ``ref`` to ``pose`` at weight 1 on the given side."""
+    pp, pr, psc, pv, pw, psv = pose
+    rp, rr, rsc, rv, rw, rsv = ref
+    if local_side:
+        rot = qabs(qmul(qinv(rr), pr))
+        ang = qinv_rot(rr, vsub(pw, rw))
+    else:
+        rot = qabs(qmul(pr, qinv(rr)))
+        ang = vsub(pw, qrot(rot, rw))
+    return (vsub(pp, rp), rot, vdiv(psc, rsc), vsub(pv, rv), ang, vsub(psv, rsv))
+
+
+@njit(cache=True)
+def additive_kernel(base, add, alpha, alpha_vel, local_side, out):
+    """Apply pose tuple ``add`` to ``base`` row by row into ``out`` (which may alias either)."""
+    for j in range(out[0].shape[0]):
+        k = additive_kform(load_kform(base, j), load_kform(add, j), alpha, alpha_vel, local_side)
+        store_kform(out, j, k)
+
+
+@njit(cache=True)
+def difference_kernel(pose, ref, local_side, out):
+    """Additive pose tuple taking ``ref`` to ``pose``, row by row into ``out`` (which may alias either)."""
+    for j in range(out[0].shape[0]):
+        store_kform(out, j, difference_kform(load_kform(pose, j), load_kform(ref, j), local_side))
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    if ins[2] >= 0:
+        alpha = sig[ins[2]]
+        alpha_vel = sig[ins[2] + 1]
+    else:
+        alpha = par[0]
+        alpha_vel = 0.0
+    if not (math.isfinite(alpha) and math.isfinite(alpha_vel)):
+        alpha = 0.0
+        alpha_vel = 0.0
+    additive_kernel(
+        slot(pose, ins[0]), slot(pose, ins[1]), alpha, alpha_vel, par[1] > 0.5, slot(pose, outs[0])
+    )
+
+
+@register(run)
+class Additive(Node):
+    """Apply an additive pose (from ``difference``) to a base pose with a weight and its rate."""
+
+    type: Literal["additive"] = "additive"
+    alpha: float = Field(1.0, ge=0.0, le=1.0, description="weight of the additive pose")
+    side: Literal["parent", "local"] = Field("parent", description="multiply the offset rotation on this side")
+
+    INPUTS = (
+        Port("base", "pose", "any", "pose the offset is applied to"),
+        Port("add", "pose", "any", "additive pose (offsets), from a difference node"),
+        Port("alpha", "scalar", "", "weight and its rate (1/s); not clamped, so > 1 exaggerates", True),
+    )
+    OUTPUTS = (Port("pose", "pose", "any", "base with the offset applied, in the base's space"),)
+
+    def params(self, ctx):
+        return np.array([self.alpha, self.side == "local"], dtype=np.float64)
+
+
+@njit(cache=True)
+def run_difference(ins, outs, par, st, pose, sig, db, dt):
+    difference_kernel(slot(pose, ins[0]), slot(pose, ins[1]), par[0] > 0.5, slot(pose, outs[0]))
+
+
+@register(run_difference)
+class Difference(Node):
+    """Additive pose that takes ``reference`` to ``pose`` (for an ``additive`` node at weight 1)."""
+
+    type: Literal["difference"] = "difference"
+    side: Literal["parent", "local"] = Field("parent", description="side the additive will be applied on")
+
+    INPUTS = (
+        Port("pose", "pose", "any", "pose to reach"),
+        Port("reference", "pose", "any", "reference pose, same space"),
+    )
+    OUTPUTS = (Port("pose", "pose", "any", "additive pose (offsets)"),)
+
+    def params(self, ctx):
+        return np.array([self.side == "local"], dtype=np.float64)
+
+
+def _side(side):
+    if side not in SIDES:
+        raise ValueError(f"side must be 'parent' or 'local', got {side!r}")
+    return side == "local"
+
+
+def additive(base, add, alpha, alpha_vel=0.0, side="parent"):
+    """``base`` with additive pose ``add`` applied at weight alpha (alpha_vel in 1/s); any batch shape."""
+    local_side = _side(side)
+    check_scales(base, add)
+    shape, (base, add) = broadcast_poses(base, add)
+    alpha, alpha_vel = weights(shape, alpha, alpha_vel)
+    out = Pose.identity(base.joints, shape)
+    for n, (b, a, dst) in enumerate(zip(base.items(), add.items(), out.items())):
+        additive_kernel(b, a, alpha[n], alpha_vel[n], local_side, dst)
+    return out
+
+
+def difference(pose, reference, side="parent"):
+    """Additive pose with ``additive(reference, difference(pose, reference), 1, side=side) == pose``."""
+    local_side = _side(side)
+    check_scales(pose, reference)
+    shape, (pose, reference) = broadcast_poses(pose, reference)
+    out = Pose.identity(pose.joints, shape)
+    for p, r, dst in zip(pose.items(), reference.items(), out.items()):
+        difference_kernel(p, r, local_side, dst)
+    return out

@@ -1,0 +1,150 @@
+"""Two-way blend of poses with a weight that may change over time.
+
+``pos = lerp(a, b, α)``, ``scl = exp(lerp(log a, log b, α))`` (eerp) and
+``rot = exp(α d) qa`` with ``d = log(qb qa^-1)`` the shortest rotation vector from a to b.
+Velocities are the exact time derivatives with both inputs moving and ``α`` changing at
+``α'`` (1/s): ``vel = lerp(va, vb, α) + α' (pb - pa)``, likewise ``svl`` in log space, and
+``ang = J(α d) (α' d + α d') + R(exp(α d)) ωa`` where ``d' = J(d)^-1 (ωb - R(qb qa^-1) ωa)``
+(``J`` the left Jacobian of exp): no lerp of angular velocities, which is only right
+when the two rotations turn about the same axis.
+"""
+
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field
+
+from animgraph.maths import (
+    ang_to_sa_dx,
+    from_scaled_angle_axis,
+    load_kform,
+    qinv,
+    qmul,
+    qrot,
+    sa_dx_to_ang,
+    store_kform,
+    to_scaled_angle_axis,
+    vadd,
+    vexp,
+    vlerp,
+    vlog,
+    vscale,
+    vsub,
+)
+from animgraph.node import Node, Port, register, slot
+from animgraph.pose import Pose
+
+
+@njit(cache=True)
+def weighted_rot(d, dd, w, dw):
+    """``exp(w d)`` and its angular velocity (rad/s) for rotation vector ``d`` moving at ``dd``, weight ``w`` at ``dw``."""
+    r = vscale(d, w)
+    dr = vadd(vscale(d, dw), vscale(dd, w))
+    return from_scaled_angle_axis(r), sa_dx_to_ang(r, dr)
+
+
+@njit(cache=True)
+def blend_kform(a, b, alpha, alpha_vel):
+    """Kineform between ``a`` (α=0) and ``b`` (α=1), with the velocity of the changing weight."""
+    ap, ar, asc, av, aw, asv = a
+    bp, br, bsc, bv, bw, bsv = b
+    pos = vlerp(ap, bp, alpha)
+    vel = vadd(vlerp(av, bv, alpha), vscale(vsub(bp, ap), alpha_vel))
+    # Rotation: walk the shortest arc from a towards b, both ends moving.
+    delta = qmul(br, qinv(ar))
+    d = to_scaled_angle_axis(delta)
+    dd = ang_to_sa_dx(d, vsub(bw, qrot(delta, aw)))
+    e, e_ang = weighted_rot(d, dd, alpha, alpha_vel)
+    rot = qmul(e, ar)
+    ang = vadd(e_ang, qrot(e, aw))
+    # Scale: lerp in log space.
+    la = vlog(asc)
+    lb = vlog(bsc)
+    scl = vexp(vlerp(la, lb, alpha))
+    svl = vadd(vlerp(asv, bsv, alpha), vscale(vsub(lb, la), alpha_vel))
+    return (pos, rot, scl, vel, ang, svl)
+
+
+@njit(cache=True)
+def blend_kernel(a, b, alpha, alpha_vel, out):
+    """Blend pose tuples ``a`` and ``b`` row by row into ``out`` (which may alias either)."""
+    for j in range(out[0].shape[0]):
+        store_kform(out, j, blend_kform(load_kform(a, j), load_kform(b, j), alpha, alpha_vel))
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    if ins[2] >= 0:
+        alpha = sig[ins[2]]
+        alpha_vel = sig[ins[2] + 1]
+    else:
+        alpha = par[0]
+        alpha_vel = 0.0
+    # Held at the ends of [0, 1]: a clamped weight does not move.
+    if not alpha > 0.0:  # also catches NaN
+        alpha = 0.0
+        alpha_vel = 0.0
+    elif alpha > 1.0:
+        alpha = 1.0
+        alpha_vel = 0.0
+    blend_kernel(slot(pose, ins[0]), slot(pose, ins[1]), alpha, alpha_vel, slot(pose, outs[0]))
+
+
+@register(run)
+class Blend(Node):
+    """Cross-fade two poses of the same space; the weight's rate adds its own velocity."""
+
+    type: Literal["blend"] = "blend"
+    alpha: float = Field(0.5, ge=0.0, le=1.0, description="weight of b (0: a, 1: b)")
+
+    INPUTS = (
+        Port("a", "pose", "any", "pose at alpha 0"),
+        Port("b", "pose", "any", "pose at alpha 1, same space as a"),
+        Port("alpha", "scalar", "", "weight of b and its rate (1/s), clamped to [0, 1]", True),
+    )
+    OUTPUTS = (Port("pose", "pose", "any", "blended pose, in the inputs' space"),)
+
+    def params(self, ctx):
+        return np.array([self.alpha], dtype=np.float64)
+
+
+def broadcast_poses(*poses):
+    """The batch shape common to ``poses`` and the poses broadcast to it (copies where needed)."""
+    joints = {p.joints for p in poses}
+    if len(joints) != 1:
+        raise ValueError(f"poses have different joint counts: {sorted(joints)}")
+    shape = np.broadcast_shapes(*(p.batch for p in poses))
+    return shape, [
+        p if p.batch == shape else Pose(*(np.array(np.broadcast_to(a, shape + a.shape[-2:])) for a in p.as_tuple()))
+        for p in poses
+    ]
+
+
+def weights(shape, *values):
+    """Scalars or per-batch arrays broadcast to batch ``shape`` as flat float64 arrays; finite or ValueError."""
+    out = []
+    for v in values:
+        v = np.asarray(v, dtype=np.float64)
+        if not np.all(np.isfinite(v)):
+            raise ValueError("blend and additive weights must be finite")
+        out.append(np.broadcast_to(v, shape).reshape(-1))
+    return out
+
+
+def check_scales(*poses):
+    """ValueError unless every scale is positive (scales blend in log space)."""
+    for p in poses:
+        if not np.all(p.scl > 0):
+            raise ValueError("scales must be positive to blend in log space")
+
+
+def blend(a, b, alpha, alpha_vel=0.0):
+    """Pose between ``a`` (alpha 0) and ``b`` (alpha 1), alpha_vel = dalpha/dt in 1/s; any batch shape."""
+    check_scales(a, b)
+    shape, (a, b) = broadcast_poses(a, b)
+    alpha, alpha_vel = weights(shape, alpha, alpha_vel)
+    out = Pose.identity(a.joints, shape)
+    for n, (src_a, src_b, dst) in enumerate(zip(a.items(), b.items(), out.items())):
+        blend_kernel(src_a, src_b, alpha[n], alpha_vel[n], dst)
+    return out

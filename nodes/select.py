@@ -1,0 +1,97 @@
+"""Select one of N poses by an integer index, and say when the choice changes.
+
+The output is a copy of input ``in{i}`` with ``i = clamp(round(index), 0, N-1)``, velocities
+included: a hard switch, so the ``changed`` event (1.0 on the frame the clamped index
+differs from the previous frame's, else 0.0) is what a downstream transition (inertialize,
+dead blend) hangs off.  The state holds the previous index; -1 after a reset, so the first
+frame is never a change.
+"""
+
+import math
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field, model_validator
+
+from animgraph.node import Node, Port, register
+from animgraph.pose import Pose
+
+
+@njit(cache=True)
+def clamp_index(x, count):
+    """``round(x)`` clamped to ``[0, count-1]``; NaN gives 0."""
+    if not math.isfinite(x):
+        return 0 if not x > 0 else count - 1
+    return min(max(int(math.floor(x + 0.5)), 0), count - 1)
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    count = int(par[0])
+    index = clamp_index(sig[ins[count]] if ins[count] >= 0 else par[1], count)
+    src = ins[index]
+    dst = outs[0]
+    if src != dst:
+        pose[0][dst][:] = pose[0][src]
+        pose[1][dst][:] = pose[1][src]
+        pose[2][dst][:] = pose[2][src]
+        pose[3][dst][:] = pose[3][src]
+        pose[4][dst][:] = pose[4][src]
+        pose[5][dst][:] = pose[5][src]
+    sig[outs[1]] = 1.0 if (st[0] >= 0.0 and index != st[0]) else 0.0
+    st[0] = index
+
+
+@register(run)
+class Select(Node):
+    """Pass one of ``count`` poses through, chosen by ``index``; ``changed`` fires on a switch."""
+
+    type: Literal["select"] = "select"
+    count: int = Field(2, ge=1, le=64, description="number of pose inputs in0..in{count-1}")
+    index: int = Field(0, ge=0, description="input chosen while the index port is unlinked")
+
+    OUTPUTS = (
+        Port("pose", "pose", "any", "the selected pose"),
+        Port("changed", "bool", "", "1 on the frame the selected index changes, else 0"),
+    )
+
+    @model_validator(mode="after")
+    def _index_in_range(self):
+        if self.index >= self.count:
+            raise ValueError(f"index {self.index} out of range for count {self.count}")
+        return self
+
+    def inputs(self):
+        poses = tuple(Port(f"in{i}", "pose", "any", f"pose {i}") for i in range(self.count))
+        return poses + (Port("index", "int", "", "input to pass through, clamped to range", True),)
+
+    def params(self, ctx):
+        return np.array([self.count, self.index], dtype=np.float64)
+
+    def state(self, ctx, time=0.0):
+        """Previous index; -1 means no previous frame (the next frame is not a change)."""
+        return np.array([-1.0])
+
+
+def select(poses, index):
+    """The pose ``poses[index]`` (index clamped to range; an int array picks per batch item)."""
+    poses = list(poses)
+    if not poses:
+        raise ValueError("select needs at least one pose")
+    idx = np.asarray(index)
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"select index must be integer, got {idx.dtype}")
+    idx = np.clip(idx, 0, len(poses) - 1)
+    if idx.ndim == 0:
+        return poses[int(idx)].copy()
+    shapes = {p.pos.shape for p in poses}
+    if len(shapes) != 1:
+        raise ValueError(f"select poses differ in shape: {sorted(shapes)}")
+    batch = poses[0].batch
+    idx = np.broadcast_to(idx, batch)[None, ..., None, None]
+    fields = []
+    for f in range(6):
+        stack = np.stack([p.as_tuple()[f] for p in poses])
+        fields.append(np.take_along_axis(stack, idx, axis=0)[0])
+    return Pose(*fields)
