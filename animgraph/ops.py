@@ -5,10 +5,12 @@ Each function lives beside its node in ``animgraph.nodes``; this module gathers 
 
 from animgraph.nodes.bk import bk
 from animgraph.nodes.fk import fk
+from animgraph.nodes.inertialize import Inertializer
 from animgraph.nodes.additive import additive, difference
 from animgraph.nodes.blend import blend
 from animgraph.nodes.sample import sample
 from animgraph.nodes.select import select
 
 __all__ = ["fk", "bk"]
+__all__ += ["Inertializer"]
 __all__ += ["sample", "blend", "additive", "difference", "select"]

@@ -4,4 +4,5 @@ Importing this package registers every node in ``animgraph.node.REGISTRY``.
 """
 
 from . import bk, fk  # noqa: F401
+from . import inertialize  # noqa: F401
 from . import additive, blend, sample, select  # noqa: F401

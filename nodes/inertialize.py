@@ -1,0 +1,283 @@
+"""Inertialization: hide a pose discontinuity behind an offset that decays to zero.
+
+On a transition at time T the offset is what was shown minus the new input, both at T.
+The node shows its own previous output carried one frame on at its own velocities (so
+the two poses are at the same time and nothing pops), per joint:
+
+- positions ``x = p_src - p_dst`` with rate ``v_src - v_dst``;
+- rotations ``x = log(qabs(q_src q_dst^-1))`` as a rotation vector (the short way round),
+  with rate ``J(x)^-1 (w_src - R(q_src q_dst^-1) w_dst)`` (``J`` the left Jacobian of exp),
+  so the output's angular velocity is exactly ``w_src`` at T;
+- scales ``x = log(s_src / s_dst)`` with rate ``svl_src - svl_dst``.
+
+Each offset decays as ``x(t), x'(t)`` (``animgraph.decay``: cubic over ``duration`` or a
+critically damped spring by ``halflife``) and is applied to the live input:
+``p = p_in + x``, ``v = v_in + x'``; ``q = exp(x) q_in``, ``w = J(x) x' + R(exp(x)) w_in``;
+``s = s_in exp(x)``, ``svl = svl_in + x'``.  A transition mid-decay starts from the
+previous output, which already holds the current offset.  A zero duration or half-life
+records no offset: the transition is a cut.
+"""
+
+import math
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field
+
+from animgraph.decay import decay3, decay_weights, kform_extrapolate
+from animgraph.maths import (
+    ang_to_sa_dx,
+    from_scaled_angle_axis,
+    load_kform,
+    qabs,
+    qinv,
+    qmul,
+    qrot,
+    sa_dx_to_ang,
+    store_kform,
+    to_scaled_angle_axis,
+    vadd,
+    vexp,
+    vlog,
+    vmul,
+    vsub,
+)
+from animgraph.node import Node, Port, register, slot
+from animgraph.pose import Pose
+
+HEADER = 3  # has a previous output, seconds since the transition, offset active
+KFORM = 19  # floats of one stored kineform
+OFFSET = 18  # floats of one joint's offset: pos, vel, rot, rot rate, log scale, its rate
+SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
+
+
+# ---------------------------------------------------------------- per joint
+
+
+@njit(cache=True)
+def joint_offset(src, dst):
+    """Offset (pos, vel, rotvec, its rate, log scale, its rate) taking kineform ``dst`` to ``src``."""
+    sp, sr, ss, sv, sw, ssv = src
+    dp, dr, ds, dv, dw, dsv = dst
+    delta = qabs(qmul(sr, qinv(dr)))
+    rot = to_scaled_angle_axis(delta)
+    rot_rate = ang_to_sa_dx(rot, vsub(sw, qrot(delta, dw)))
+    return (vsub(sp, dp), vsub(sv, dv), rot, rot_rate, vsub(vlog(ss), vlog(ds)), vsub(ssv, dsv))
+
+
+@njit(cache=True)
+def apply_offset(k, pos, dpos, rot, drot, lscl, dlscl):
+    """Kineform ``k`` with the offset ``(pos, rot, log scale)`` moving at ``(dpos, drot, dlscl)`` applied."""
+    ip, ir, isc, iv, iw, isv = k
+    q = from_scaled_angle_axis(rot)
+    return (
+        vadd(ip, pos),
+        qmul(q, ir),
+        vmul(isc, vexp(lscl)),
+        vadd(iv, dpos),
+        vadd(sa_dx_to_ang(rot, drot), qrot(q, iw)),
+        vadd(isv, dlscl),
+    )
+
+
+@njit(cache=True)
+def get3(a, j, c):
+    return (a[j, c], a[j, c + 1], a[j, c + 2])
+
+
+@njit(cache=True)
+def put3(a, j, c, v):
+    a[j, c] = v[0]
+    a[j, c + 1] = v[1]
+    a[j, c + 2] = v[2]
+
+
+# ---------------------------------------------------------------- whole poses (shared by node and op)
+
+
+@njit(cache=True)
+def copy_pose(src, dst):
+    """Copy pose tuple ``src`` into ``dst`` (any float types)."""
+    for f in range(6):
+        dst[f][:] = src[f]
+
+
+@njit(cache=True)
+def record_offsets(src, dst, ahead, off):
+    """Offsets ``off`` (J, 18) from pose ``dst`` to pose ``src`` carried ``ahead`` s on at its velocities."""
+    for j in range(off.shape[0]):
+        o = joint_offset(kform_extrapolate(load_kform(src, j), 0.0, ahead), load_kform(dst, j))
+        for c in range(6):
+            put3(off, j, 3 * c, o[c])
+
+
+@njit(cache=True)
+def inertialize_kernel(inp, off, active, cubic, length, t, out):
+    """Pose ``inp`` with offsets ``off`` decayed for ``t`` s applied, into ``out`` (may alias ``inp``)."""
+    w = decay_weights(cubic, length, t)
+    if not active or (w[0] == 0.0 and w[1] == 0.0 and w[2] == 0.0 and w[3] == 0.0):
+        copy_pose(inp, out)
+        return
+    for j in range(off.shape[0]):
+        pos, dpos = decay3(w, get3(off, j, 0), get3(off, j, 3))
+        rot, drot = decay3(w, get3(off, j, 6), get3(off, j, 9))
+        lscl, dlscl = decay3(w, get3(off, j, 12), get3(off, j, 15))
+        store_kform(out, j, apply_offset(load_kform(inp, j), pos, dpos, rot, drot, lscl, dlscl))
+
+
+@njit(cache=True)
+def still_active(cubic, length, t):
+    """Whether an offset ``t`` s old still shows (cubic: before the duration; spring: 32 half-lives)."""
+    if length <= 0.0:
+        return False
+    return t < (length if cubic else SPRING_SPAN * length)
+
+
+# ---------------------------------------------------------------- node
+
+
+@njit(cache=True)
+def state_pose(st, o, joints):
+    """The kineform rows stored at ``st[o:]`` as a pose tuple of (J, 3|4) views."""
+    j3 = 3 * joints
+    return (
+        st[o : o + j3].reshape((joints, 3)),
+        st[o + j3 : o + j3 + 4 * joints].reshape((joints, 4)),
+        st[o + 7 * joints : o + 7 * joints + j3].reshape((joints, 3)),
+        st[o + 10 * joints : o + 10 * joints + j3].reshape((joints, 3)),
+        st[o + 13 * joints : o + 13 * joints + j3].reshape((joints, 3)),
+        st[o + 16 * joints : o + 16 * joints + j3].reshape((joints, 3)),
+    )
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    cubic = par[0] > 0.5
+    length = par[1]
+    inp = slot(pose, ins[0])
+    out = slot(pose, outs[0])
+    joints = inp[0].shape[0]
+    prev = state_pose(st, HEADER, joints)
+    off = st[HEADER + KFORM * joints : HEADER + (KFORM + OFFSET) * joints].reshape((joints, OFFSET))
+    transition = ins[1] >= 0 and sig[ins[1]] > 0.5
+    if transition and st[0] > 0.5 and length > 0.0:
+        # The previous output, one frame on, is what would show now: the offset starts there.
+        record_offsets(prev, inp, dt, off)
+        st[1] = 0.0
+        st[2] = 1.0
+    elif transition:
+        st[2] = 0.0  # first frame, or a cut
+    else:
+        st[1] += dt
+    if st[2] > 0.5 and not still_active(cubic, length, st[1]):
+        st[2] = 0.0
+    inertialize_kernel(inp, off, st[2] > 0.5, cubic, length, st[1], out)
+    copy_pose(out, prev)
+    st[0] = 1.0
+
+
+@register(run)
+class Inertialize(Node):
+    """Hide a transition: the offset from the previous output to the new input decays to zero."""
+
+    type: Literal["inertialize"] = "inertialize"
+    mode: Literal["cubic", "spring"] = Field("cubic", description="cubic decay over duration, or spring by halflife")
+    duration: float = Field(
+        0.25, ge=0.0, le=60.0, allow_inf_nan=False, description="cubic decay time (s); 0 cuts"
+    )
+    halflife: float = Field(
+        0.1, ge=0.0, le=60.0, allow_inf_nan=False, description="spring decay half-life (s); 0 cuts"
+    )
+
+    INPUTS = (
+        Port("pose", "pose", "local", "input pose with velocities"),
+        Port("transition", "bool", "", "set on the frame the input jumps", True),
+    )
+    OUTPUTS = (Port("pose", "pose", "local", "input with the decaying offset applied"),)
+
+    def length(self):
+        return self.duration if self.mode == "cubic" else self.halflife
+
+    def params(self, ctx):
+        return np.array([self.mode == "cubic", self.length()], dtype=np.float64)
+
+    def state(self, ctx, time=0.0):
+        """No previous output and no offset: the first frame shows the input."""
+        return np.zeros(HEADER + (KFORM + OFFSET) * len(ctx.skeleton), dtype=np.float64)
+
+
+# ---------------------------------------------------------------- op
+
+
+def _length(name, value):
+    value = float(value)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value}")
+    return value
+
+
+class Inertializer:
+    """Offset inertialization without a graph, on poses of any batch shape.
+
+    ``Inertializer(duration=0.25)`` decays cubically over ``duration`` s;
+    ``Inertializer(halflife=0.1)`` decays as a critically damped spring.  Use::
+
+        inert.transition(shown, new)    # both poses at the transition time T
+        out = inert.update(new, 0.0)    # output at T: equals ``shown``, velocities too
+        out = inert.update(next_, dt)   # output at T + dt, and so on
+
+    A transition while an offset is decaying should pass the current output as ``shown``.
+    """
+
+    def __init__(self, duration=None, halflife=None):
+        if duration is not None and halflife is not None:
+            raise ValueError("Inertializer takes a duration (cubic) or a halflife (spring), not both")
+        self.cubic = halflife is None
+        self.length = _length("duration", 0.25 if duration is None else duration) if self.cubic else _length(
+            "halflife", halflife
+        )
+        self.reset()
+
+    def reset(self):
+        """Drop the offset: the next update returns its input."""
+        self.offsets = None
+        self.elapsed = 0.0
+        self.active = False
+
+    def transition(self, src, dst):
+        """Record the offset from pose ``dst`` (the new input) to ``src`` (what was shown), same time."""
+        if src.joints != dst.joints:
+            raise ValueError(f"transition poses have {src.joints} and {dst.joints} joints")
+        if src.batch != dst.batch:
+            raise ValueError(f"transition poses have batch shapes {src.batch} and {dst.batch}")
+        if not (np.all(src.scl > 0) and np.all(dst.scl > 0)):
+            raise ValueError("scales must be positive to take their log-ratio offset")
+        self.elapsed = 0.0
+        self.active = self.length > 0.0
+        self.offsets = np.zeros(src.batch + (src.joints, OFFSET), dtype=np.float64)
+        flat = self.offsets.reshape((-1, src.joints, OFFSET))
+        for n, (s, d) in enumerate(zip(src.items(), dst.items())):
+            record_offsets(s, d, 0.0, flat[n])
+
+    def update(self, input, dt):
+        """Advance ``dt`` s and return ``input`` with the decayed offset applied (velocities exact)."""
+        if not math.isfinite(dt):
+            raise ValueError(f"dt must be finite, got {dt}")
+        self.elapsed += float(dt)
+        if self.active and not still_active(self.cubic, self.length, self.elapsed):
+            self.active = False
+        out = Pose.identity(input.joints, input.batch)
+        if not self.active:
+            for a, b in zip(out.as_tuple(), input.as_tuple()):
+                a[:] = b
+            return out
+        if self.offsets.shape[:-1] != input.batch + (input.joints,):
+            raise ValueError(
+                f"input has batch {input.batch} and {input.joints} joints, the transition had "
+                f"{self.offsets.shape[:-2]} and {self.offsets.shape[-2]}"
+            )
+        flat = self.offsets.reshape((-1, input.joints, OFFSET))
+        for n, (src, dst) in enumerate(zip(input.items(), out.items())):
+            inertialize_kernel(src, flat[n], True, self.cubic, self.length, self.elapsed, dst)
+        return out
