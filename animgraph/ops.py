@@ -10,7 +10,10 @@ from animgraph.nodes.additive import additive, difference
 from animgraph.nodes.blend import blend
 from animgraph.nodes.sample import sample
 from animgraph.nodes.select import select
+from animgraph.nodes.look_at import look_at
+from animgraph.nodes.two_bone_ik import two_bone_ik
 
 __all__ = ["fk", "bk"]
 __all__ += ["Inertializer"]
 __all__ += ["sample", "blend", "additive", "difference", "select"]
+__all__ += ["look_at", "two_bone_ik"]

@@ -1,0 +1,110 @@
+"""Look-at: turn one joint so its forward axis points at a moving target, velocities exact.
+
+With ``g`` the joint's global kineform (FK along its ancestors), forward axis ``f``
+(joint frame) and target ``(p, v)`` in model space:
+
+- current direction ``u = g.rot f``, ``du = g.ang x u``;
+- target direction ``d = (p - g.pos)/|...|``, ``dd = normalize_dx(p - g.pos, v - g.vel)``;
+- ``q = qbetween(u, d)`` turning at ``qbetween_dx(u, du, d, dd)``;
+- weighted: ``q^w = exp(w log q)`` (slerp from identity), its rate through the exp map's Jacobian;
+- new global rotation ``q^w g.rot``, angular velocity ``w_q + q^w g.ang``, brought back to
+  the local rotation with ``kdiv`` by the parent's global kineform.
+
+Defined degenerate cases: a target at the joint, or a zero forward axis, leaves the
+pose as is; a target straight behind turns half way round (velocity zero there).
+"""
+
+from typing import Literal, Tuple, Union
+
+import numpy as np
+from numba import njit
+from pydantic import Field, field_validator
+
+from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vcross, vlen, vnormalize, vnormalize_dx, vsub
+from animgraph.node import Node, Port, register, slot
+from animgraph.pose import Pose
+
+from .two_bone_ik import check_axis, copy_pose, joint_global, joint_index, per_item, set_global_rotation, skeleton_parents
+from .two_bone_ik import weighted_rotation
+
+TINY = 1e-9
+
+
+@njit(cache=True)
+def look_at_delta(g, fwd, tpos, tvel, w, dw):
+    """Global rotation delta (quat) and its angular velocity (rad/s) turning forward axis ``fwd`` of ``g`` to the target."""
+    u_raw = qrot(g[1], fwd)
+    d_raw = vsub(tpos, g[0])
+    if vlen(u_raw) < TINY or vlen(d_raw) < TINY:
+        return (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+    u = vnormalize(u_raw)
+    du = vnormalize_dx(u_raw, vcross(g[4], u_raw))
+    d = vnormalize(d_raw)
+    dd = vnormalize_dx(d_raw, vsub(tvel, g[3]))
+    return weighted_rotation(qbetween(u, d), qbetween_dx(u, du, d, dd), w, dw)
+
+
+@njit(cache=True)
+def look_at_kernel(local, parents, j, fwd, tpos, tvel, w, dw, out):
+    """Local pose tuple ``out``: ``local`` with joint ``j`` turned so ``fwd`` points at the target."""
+    copy_pose(local, out)
+    g = joint_global(out, parents, j)
+    q, ang = look_at_delta(g, fwd, tpos, tvel, w, dw)
+    set_global_rotation(out, parents, j, qmul(q, g[1]), vadd(ang, qrot(q, g[4])))
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    t = ins[1]
+    tpos = (sig[t], sig[t + 1], sig[t + 2])
+    tvel = (sig[t + 3], sig[t + 4], sig[t + 5])
+    w, dw = par[4], 0.0
+    if ins[2] >= 0:
+        w, dw = sig[ins[2]], sig[ins[2] + 1]
+    fwd = (par[1], par[2], par[3])
+    look_at_kernel(slot(pose, ins[0]), db[3], int(par[0]), fwd, tpos, tvel, w, dw, slot(pose, outs[0]))
+
+
+@register(run)
+class LookAt(Node):
+    """Turns one joint so its ``forward`` axis points at the target (model space)."""
+
+    type: Literal["look_at"] = "look_at"
+    joint: Union[str, int] = Field(description="joint to turn, e.g. head")
+    forward: Tuple[float, float, float] = Field((0.0, 0.0, 1.0), description="forward axis in the joint's frame")
+    weight: float = Field(1.0, ge=0.0, le=1.0, description="0 leaves the pose, 1 looks straight at the target")
+
+    INPUTS = (
+        Port("pose", "pose", "local", "parent-relative pose"),
+        Port("target", "vec3", "", "point to look at in model space (m, m/s)"),
+        Port("weight", "scalar", "", "blend weight with its rate (1/s); the field when unlinked", optional=True),
+    )
+    OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the joint turned"),)
+
+    @field_validator("forward")
+    @classmethod
+    def _forward_nonzero(cls, v):
+        return check_axis(v, "forward")
+
+    def params(self, ctx):
+        j = ctx.joint(self, "joint", self.joint)
+        return np.array([j, *self.forward, self.weight], dtype=np.float64)
+
+
+def look_at(local, parents, joint, target_pos, target_vel=(0.0, 0.0, 0.0), forward=(0.0, 0.0, 1.0), weight=1.0,
+            weight_vel=0.0):
+    """Local pose with ``joint`` turned so its ``forward`` axis (joint frame) points at the target.
+
+    ``parents`` a Skeleton (joint names work) or a parents array; target position (m)
+    and velocity (m/s) in model space, shape (3,) or the pose's batch shape + (3,);
+    ``weight`` in [0, 1] with rate ``weight_vel`` (1/s).  Angular velocities are exact.
+    """
+    parents, skel = skeleton_parents(parents)
+    j = joint_index(skel, parents, joint)
+    fwd = check_axis(forward, "forward")
+    out = Pose.identity(local.joints, local.batch)
+    tp = per_item(target_pos, local.batch, 3)
+    tv = per_item(target_vel, local.batch, 3)
+    for n, (src, dst) in enumerate(zip(local.items(), out.items())):
+        look_at_kernel(src, parents, j, fwd, tuple(tp[n]), tuple(tv[n]), float(weight), float(weight_vel), dst)
+    return out
