@@ -283,9 +283,9 @@ def test_velocities_exact_on_synthetic_scaled_clip(mode, loop):
 
 
 @pytest.mark.parametrize("mode,loop", MODES)
-def test_velocities_match_central_fd_on_real_clips(bundled_clip, mode, loop):
+def test_velocities_match_central_fd_on_real_clips(any_clip, mode, loop):
     """Real clips, both the float64 maths (rel <= 1e-6) and the float32 Pose (1e-3 rel + float32 FD noise)."""
-    _, clip = bundled_clip
+    _, clip = any_clip
     rng = np.random.default_rng(5)
     h = clip.dt / 10
     ts = mid_segment_times(clip, 40, rng, loop, h)
