@@ -101,6 +101,7 @@ def basis(s, cubic):
 
 @njit(cache=True)
 def hermite(w, x0, m0, x1, m1):
+    """Hermite curve value (or d/ds, given derivative weights) from key values x and tangents m."""
     return vadd(vadd(vscale(x0, w[0]), vscale(m0, w[1])), vadd(vscale(x1, w[2]), vscale(m1, w[3])))
 
 
