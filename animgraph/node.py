@@ -122,7 +122,7 @@ def register(kernel):
         name = cls.model_fields["type"].default
         if name in REGISTRY:
             raise ValueError(f"node type {name!r} registered twice")
-        cls.KERNEL = kernel
+        cls.KERNEL = staticmethod(kernel)  # a numba dispatcher would otherwise bind as a method
         REGISTRY[name] = cls
         return cls
 
