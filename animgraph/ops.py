@@ -5,6 +5,7 @@ Each function lives beside its node in ``animgraph.nodes``; this module gathers 
 
 from animgraph.nodes.bk import bk
 from animgraph.nodes.fk import fk
+from animgraph.nodes.dead_blend import DeadBlender
 from animgraph.nodes.inertialize import Inertializer
 from animgraph.nodes.additive import additive, difference
 from animgraph.nodes.blend import blend
@@ -14,6 +15,6 @@ from animgraph.nodes.look_at import look_at
 from animgraph.nodes.two_bone_ik import two_bone_ik
 
 __all__ = ["fk", "bk"]
-__all__ += ["Inertializer"]
+__all__ += ["Inertializer", "DeadBlender"]
 __all__ += ["sample", "blend", "additive", "difference", "select"]
 __all__ += ["look_at", "two_bone_ik"]

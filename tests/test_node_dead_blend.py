@@ -1,0 +1,309 @@
+"""dead_blend node and ag.ops.DeadBlender: parameters, degenerate cases, velocities, transitions.
+
+Driven through the kernel with hand-built contract arrays (``Runner``).  Velocity
+tolerance as for inertialize: central differences (h and 2h, Richardson) of the node's
+own output agree with its velocities to ``VEL_TOL`` relative (floor 1 unit/s).
+"""
+
+import math
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+import animgraph as ag
+from animgraph.node import BuildContext
+from animgraph.nodes.dead_blend import DeadBlend, DeadBlender
+from fd import from_rotvec, qconj, qmul, rotvec
+from test_node_inertialize import (
+    DT,
+    T0,
+    VEL_TOL,
+    Runner,
+    assert_pose_close,
+    carried,
+    clip_source,
+    fd_errors,
+    other_clip,
+    report,
+    single,
+    skeleton,
+    switch_run,
+)
+
+LN2 = math.log(2)
+
+
+# ---------------------------------------------------------------- validity
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"duration": -0.1}, {"duration": math.nan}, {"halflife": -1.0}, {"halflife": math.inf}, {"mode": "cubic"}],
+)
+def test_bad_parameters_are_refused(fields):
+    with pytest.raises(ValidationError):
+        DeadBlend(id="db", **fields)
+
+
+@pytest.mark.parametrize("kwargs", [{"duration": -1.0}, {"halflife": math.nan}, {"duration": math.inf}])
+def test_bad_dead_blender_arguments_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        DeadBlender(**kwargs)
+
+
+def test_ports_and_layout():
+    node = DeadBlend(id="db", duration=0.4, halflife=0.1)
+    assert [p.name for p in node.inputs()] == ["pose", "transition"]
+    assert node.inputs()[1].optional and node.inputs()[1].signal == "bool"
+    assert [p.name for p in node.outputs()] == ["pose"]
+    ctx = BuildContext(skeleton=skeleton(4))
+    np.testing.assert_allclose(node.params(ctx), [0.4, LN2 / 0.1])
+    assert node.state(ctx).shape == (4 + 41 * 4,) and not node.state(ctx).any()
+
+
+def test_mismatched_poses_are_refused():
+    dead = DeadBlender()
+    dead.transition(ag.Pose.identity(3))
+    with pytest.raises(ValueError):
+        dead.update(ag.Pose.identity(4), DT)
+
+
+# ---------------------------------------------------------------- parameters, hand-checked
+
+
+def expected(p0, v0, p_in, v_in, t, duration, halflife):
+    """Hand formula for one position channel: decayed extrapolation, smoothstep cross-fade."""
+    lam = LN2 / halflife
+    ghost = p0 + v0 * (1 - math.exp(-lam * t)) / lam
+    ghost_v = v0 * math.exp(-lam * t)
+    s = t / duration
+    w, dw = 3 * s * s - 2 * s**3, 6 * s * (1 - s) / duration
+    return ghost + w * (p_in - ghost), ghost_v + w * (v_in - ghost_v) + dw * (p_in - ghost)
+
+
+@pytest.mark.parametrize("duration, halflife", [(0.5, 0.2), (0.3, 0.05), (1.0, 1.0)])
+def test_duration_and_halflife_hand_checked(duration, halflife):
+    dead = DeadBlender(duration=duration, halflife=halflife)
+    dead.transition(single(pos=(0.2, 0, 0), vel=(3, 0, 0)))
+    t = 0.0
+    for dt in (0.0, 0.04, 0.07, 0.1):
+        t += dt
+        out = dead.update(single(pos=(1, 0, 0), vel=(-1, 0, 0)), dt)
+        p, v = expected(0.2, 3.0, 1.0, -1.0, t, duration, halflife)
+        np.testing.assert_allclose(out.pos[0, 0], p, atol=1e-6)
+        np.testing.assert_allclose(out.vel[0, 0], v, atol=1e-5)
+
+
+def test_rotation_extrapolation_and_fade_hand_checked():
+    # Old pose turning about z at 2 rad/s, input still at identity, half way through the fade.
+    duration, halflife, t = 0.4, 0.1, 0.2
+    dead = DeadBlender(duration=duration, halflife=halflife)
+    dead.transition(single(ang=(0, 0, 2)))
+    out = dead.update(single(), t)
+    lam = LN2 / halflife
+    ghost = 2 * (1 - math.exp(-lam * t)) / lam  # angle turned by the old pose
+    # Weight 1/2: half way along the shortest arc; rate 6 s (1-s)/d = 1.5/d toward identity.
+    np.testing.assert_allclose(rotvec(out.rot[0].astype(float)), [0, 0, ghost / 2], atol=1e-6)
+    ang = 0.5 * 2 * math.exp(-lam * t) - 1.5 / duration * ghost
+    np.testing.assert_allclose(out.ang[0], [0, 0, ang], atol=1e-5)
+
+
+def test_scale_extrapolation_hand_checked():
+    dead = DeadBlender(duration=1.0, halflife=0.25)
+    dead.transition(single(scl=(2, 1, 1), svl=(1, 0, 0)))
+    out = dead.update(single(), 0.5)
+    lam = LN2 / 0.25
+    log_ghost = math.log(2) + (1 - math.exp(-lam * 0.5)) / lam
+    np.testing.assert_allclose(out.scl[0, 0], math.exp(0.5 * log_ghost), rtol=1e-6)
+    np.testing.assert_allclose(out.svl[0, 0], 0.5 * math.exp(-lam * 0.5) - 1.5 * log_ghost, atol=1e-5)
+
+
+def test_node_matches_the_op():
+    skel = skeleton(1)
+    src = single(pos=(0.3, 0, 0), rot=from_rotvec([0, 0.8, 0]), scl=(2, 1, 1), vel=(1, 0, 0), ang=(0, 0, 2))
+    dst = single(pos=(0, 0.2, 0), vel=(0, -1, 0), svl=(0.5, 0, 0))
+    node = Runner(DeadBlend(id="db", duration=0.3, halflife=0.1), skel)
+    node.step(src, DT)
+    op = DeadBlender(duration=0.3, halflife=0.1)
+    op.transition(carried(src, DT))
+    assert_pose_close(node.step(dst, DT, True), op.update(dst, 0.0), 2e-6)
+    for _ in range(25):
+        assert_pose_close(node.step(dst, DT), op.update(dst, DT), 2e-6)
+
+
+# ---------------------------------------------------------------- degenerate cases
+
+
+def test_zero_duration_is_a_cut():
+    node = Runner(DeadBlend(id="db", duration=0.0), skeleton(1))
+    node.step(single(pos=(5, 0, 0), vel=(1, 0, 0)), DT)
+    new = single(pos=(0, 1, 0), vel=(0, 2, 0))
+    for flag in (True, False):
+        out = node.step(new, DT, flag)
+        np.testing.assert_array_equal(out.pos, new.pos)
+        np.testing.assert_array_equal(out.vel, new.vel)
+    op = DeadBlender(duration=0.0)
+    op.transition(single(pos=(5, 0, 0)))
+    np.testing.assert_array_equal(op.update(new, 0.0).pos, new.pos)
+
+
+def test_zero_halflife_holds_the_old_pose_still():
+    dead = DeadBlender(duration=1.0, halflife=0.0)
+    dead.transition(single(pos=(1, 0, 0), vel=(5, 0, 0), ang=(0, 3, 0)))
+    out = dead.update(single(pos=(1, 0, 0)), 0.0)
+    np.testing.assert_array_equal(out.pos[0], [1, 0, 0])
+    np.testing.assert_array_equal(out.vel[0], [0, 0, 0])
+    np.testing.assert_array_equal(out.ang[0], [0, 0, 0])
+    out = dead.update(single(pos=(1, 0, 0)), 0.3)
+    np.testing.assert_allclose(out.pos[0], [1, 0, 0], atol=1e-7)
+
+
+def test_transition_on_the_first_frame_shows_the_input():
+    node = Runner(DeadBlend(id="db"), skeleton(1))
+    new = single(pos=(0, 1, 0), vel=(0, 2, 0))
+    for flag in (True, False):
+        out = node.step(new, DT, flag)
+        np.testing.assert_array_equal(out.pos, new.pos)
+        np.testing.assert_array_equal(out.vel, new.vel)
+
+
+def test_q_and_minus_q_blend_without_a_spin():
+    q = from_rotvec([0.3, -1.2, 0.5])
+    dead = DeadBlender(duration=0.4, halflife=0.2)
+    dead.transition(single(rot=q))
+    for dt in (0.0, 0.1, 0.1):
+        out = dead.update(single(rot=-q), dt)
+        np.testing.assert_allclose(np.abs(np.sum(out.rot[0] * q)), 1.0, atol=1e-6)
+        np.testing.assert_allclose(out.ang[0], [0, 0, 0], atol=1e-6)
+
+
+def test_blend_takes_the_short_way():
+    shown = from_rotvec([0, math.radians(170), 0])
+    new = -from_rotvec([0, math.radians(-170), 0])
+    dead = DeadBlender(duration=1.0, halflife=0.2)
+    dead.transition(single(rot=shown))
+    out = dead.update(single(rot=new), 0.5)
+    # Weight 1/2 of a 20 deg arc through 180 deg, not of the 340 deg one through 0.
+    assert abs(np.degrees(np.linalg.norm(rotvec(out.rot[0]))) - 180.0) < 1e-3
+
+
+def test_arc_stays_continuous_when_the_short_way_switches_sides():
+    # The old pose spins at 5 rad/s about z from 2 rad (long half-life): its arc to the still
+    # input passes 180 deg at t = 0.23 s, mid-fade.  A shortest-path blend would jump by
+    # α 360 deg there; the output must move on smoothly, at its propagated angular velocity.
+    dead = DeadBlender(duration=0.6, halflife=100.0)
+    dead.transition(single(rot=from_rotvec([0, 0, 2.0]), ang=(0, 0, 5)))
+    outs = [dead.update(single(), 0.0)]
+    for _ in range(36):
+        outs.append(dead.update(single(), DT))
+    for a, b in zip(outs[:-1], outs[1:]):
+        step = rotvec(qmul(b.rot[0], qconj(a.rot[0])))
+        mean_ang = (a.ang[0].astype(float) + b.ang[0]) / 2
+        # Each frame turns by its mean angular velocity times dt (to second order in dt).
+        assert np.linalg.norm(step - mean_ang * DT) < 2e-3, (step, mean_ang * DT)
+    # It ends on the input, having unwound the long way it was on.
+    np.testing.assert_allclose(abs(outs[-1].rot[0, 0]), 1.0, atol=1e-6)
+    # A plain shortest-path blend of the same poses jumps where the arc passes 180 deg.
+    ghost = lambda t: from_rotvec([0, 0, 2.0 + 5.0 * 100 / LN2 * (1 - math.exp(-LN2 / 100 * t))])
+    alpha = lambda t: (t / 0.6) ** 2 * (3 - 2 * t / 0.6)
+    plain = [ag.ops.blend(single(rot=ghost(n * DT)), single(), alpha(n * DT)).rot[0] for n in range(37)]
+    assert max(np.linalg.norm(rotvec(qmul(b, qconj(a)))) for a, b in zip(plain[:-1], plain[1:])) > 1.0
+
+
+def test_retransition_mid_blend_starts_from_what_is_shown():
+    node = Runner(DeadBlend(id="db", duration=0.5, halflife=0.2), skeleton(1))
+    a = single(pos=(0, 0, 0), vel=(1, 0, 0))
+    b = single(pos=(2, 0, 0), vel=(0, 1, 0))
+    c = single(pos=(-3, 0, 0), vel=(0, 0, -2))
+    node.step(a, DT)
+    node.step(b, DT, True)
+    for _ in range(5):
+        shown = node.step(b, DT)
+    out = node.step(c, DT, True)
+    np.testing.assert_allclose(out.pos, shown.pos + DT * shown.vel, atol=1e-6)
+    np.testing.assert_allclose(out.vel, shown.vel, atol=1e-6)
+    op = DeadBlender(duration=0.5, halflife=0.2)
+    op.transition(carried(shown, DT))
+    assert_pose_close(op.update(c, 0.0), out, 1e-6)
+    for _ in range(10):
+        assert_pose_close(op.update(c, DT), node.step(c, DT), 2e-6)
+
+
+def test_batches_match_single_items():
+    rng = np.random.default_rng(5)
+    shown = ag.Pose(rng.normal(size=(2, 3, 5, 3)), from_rotvec(rng.normal(size=(2, 3, 5, 3))),
+                    vel=rng.normal(size=(2, 3, 5, 3)), ang=rng.normal(size=(2, 3, 5, 3)))
+    new = ag.Pose(rng.normal(size=(2, 3, 5, 3)), from_rotvec(rng.normal(size=(2, 3, 5, 3))))
+    batch = DeadBlender(duration=0.3, halflife=0.1)
+    batch.transition(shown)
+    out = batch.update(new, 0.1)
+    for i in range(2):
+        for k in range(3):
+            one = DeadBlender(duration=0.3, halflife=0.1)
+            one.transition(shown[i, k])
+            assert_pose_close(one.update(new[i, k], 0.1), out[i, k], 0)
+
+
+# ---------------------------------------------------------------- real clips
+
+
+@pytest.mark.parametrize("fields", [{"duration": 0.4, "halflife": 0.15}, {"duration": 0.25, "halflife": 1.0}])
+def test_velocities_match_central_differences_on_clips(any_clip, fields):
+    skel, clip = any_clip
+    switch = 6
+    other = other_clip(clip, T0 + switch * DT)
+    node = Runner(DeadBlend(id="db", **fields), skel)
+    outs, _, states = switch_run(node, clip, other, 30, switch, stretch=True)
+    src = clip_source(other, stretch=True)
+    errs = []
+    for n in range(switch + 1, switch + int(fields["duration"] / DT), 2):
+        t = T0 + n * DT
+        errs.append(fd_errors(lambda inp, dt: states[n].copy().step(inp, dt), outs[n], t, src))
+    name = f"dead_blend {fields['duration']}/{fields['halflife']} {clip.name}"
+    e_vel = report(f"{name} vel", [e[0] for e in errs])
+    e_ang = report(f"{name} ang", [e[1] for e in errs])
+    e_svl = report(f"{name} svl", [e[2] for e in errs])
+    assert e_vel.max() < VEL_TOL and e_ang.max() < VEL_TOL and e_svl.max() < VEL_TOL
+
+
+def test_transition_does_not_pop_and_converges(bundled_clip):
+    skel, clip = bundled_clip
+    switch = 10
+    other = other_clip(clip, T0 + switch * DT)
+    node = Runner(DeadBlend(id="db", duration=0.3, halflife=0.2), skel)
+    outs, ins, _ = switch_run(node, clip, other, 40, switch)
+    before, at = outs[switch - 1], outs[switch]
+    assert np.abs(ins[switch].rot - ins[switch - 1].rot).max() > 0.05
+    # No pop: the output moves on from the previous output at its velocity, velocity unchanged.
+    assert_pose_close(at, carried(before, DT), 2e-5)
+    # After the duration the output is the input, bit for bit.
+    assert_pose_close(outs[switch + 18], ins[switch + 18], 0)
+    assert_pose_close(outs[-1], ins[-1], 0)
+
+
+def test_no_history_fresh_dead_blender_matches_running_one(bundled_clip):
+    skel, clip = bundled_clip
+    other = other_clip(clip, T0 + 5 * DT)
+    src_a, src_b = clip_source(clip), clip_source(other)
+    inputs = [src_b(T0 + n * DT) if 5 <= n < 9 else src_a(T0 + n * DT) for n in range(40)]
+    run_long = DeadBlender(duration=0.2, halflife=0.1)
+    shown = run_long.update(inputs[0], 0.0)
+    for n in range(1, 40):
+        if n in (5, 9):
+            run_long.transition(carried(shown, DT))
+            shown = run_long.update(inputs[n], 0.0)
+        else:
+            shown = run_long.update(inputs[n], DT)
+        if n == 9 + 13:
+            # After the fade, a fresh dead blender agrees on its first update.
+            assert_pose_close(DeadBlender(duration=0.2, halflife=0.1).update(inputs[n], DT), shown, 0)
+    # Mid-motion transition: fresh and running ones given the same shown pose agree from then on.
+    t = T0 + 40 * DT
+    fresh = DeadBlender(duration=0.2, halflife=0.1)
+    for op in (fresh, run_long):
+        op.transition(carried(shown, DT))
+    assert_pose_close(fresh.update(src_b(t), 0.0), run_long.update(src_b(t), 0.0), 0)
+    for k in range(1, 6):
+        inp = src_b(t + k * DT)
+        assert_pose_close(fresh.update(inp, DT), run_long.update(inp, DT), 0)
