@@ -11,10 +11,11 @@ from animgraph.nodes.additive import additive, difference
 from animgraph.nodes.blend import blend
 from animgraph.nodes.sample import sample
 from animgraph.nodes.select import select
+from animgraph.nodes.foot_lock import FootLock
 from animgraph.nodes.look_at import look_at
 from animgraph.nodes.two_bone_ik import two_bone_ik
 
 __all__ = ["fk", "bk"]
 __all__ += ["Inertializer", "DeadBlender"]
 __all__ += ["sample", "blend", "additive", "difference", "select"]
-__all__ += ["look_at", "two_bone_ik"]
+__all__ += ["look_at", "two_bone_ik", "FootLock"]

@@ -1,0 +1,224 @@
+"""Foot lock: pin the toe where a contact starts, blended in and out by an inertializer.
+
+Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
+
+- the lock position is ``target + offset``: ``target`` is the locked point ``(c, 0)``
+  while locked, else the animated toe ``(p, v)``; the offset decays as a critically
+  damped spring by half-life (``decay.spring_weights``, exact for any ``dt``);
+- contact start locks ``c`` = the current lock position at height ``foot_height``; contact
+  end, or the animated toe farther than ``unlock_radius`` from ``c``, releases it.  Each
+  switch moves the difference of the two targets into the offset, so the lock position
+  and its velocity never jump;
+- two-bone IK (hip, knee, foot) moves the foot by the lock's displacement from the
+  animated toe, ``foot + (lock - p)`` with velocity ``foot.vel + (lock.vel - v)``; the foot
+  then turns from its animated global rotation by ``qbetween(p - foot, lock - ankle)``
+  so the toe points at the lock: the identity when the leg reaches (the toe lands on
+  the lock), a heel lift when it cannot.
+
+Velocities are exact (the spring's own derivative, the IK's analytic one).  State per
+character: previous contact, lock flag, locked point, offset and its velocity.
+"""
+
+import copy as _copy
+from typing import List, Literal, Union
+
+import numpy as np
+from numba import njit
+from pydantic import Field, field_validator
+
+from animgraph.decay import decay3, spring_weights
+from animgraph.errors import GraphError
+from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vlen, vsub
+from animgraph.node import Node, Port, register, slot
+from animgraph.pose import Pose
+
+from .two_bone_ik import Axis, apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
+from .two_bone_ik import set_global_rotation, skeleton_parents
+
+LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
+STATE_SIZE = 11  # prev contact, lock, locked point (3), offset (3), offset velocity (3)
+
+
+@njit(cache=True)
+def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
+    """Lock the foot in place on local pose tuple ``pose``; lock position and velocity to ``locked[at:at+6]``.
+
+    ``par`` = (hip, knee, foot, toe, unlock radius m, half-life s, foot height m, knee hinge axis);
+    ``st`` the 11 floats of state, updated.
+    """
+    jh, jk, jf, jt = int(par[0]), int(par[1]), int(par[2]), int(par[3])
+    radius, halflife, height = par[4], par[5], par[6]
+    hinge = (par[7], par[8], par[9])
+    foot = joint_global(pose, parents, jf)
+    toe = joint_global(pose, parents, jt)
+    p, v = toe[0], toe[3]
+
+    was_contact = st[0] > 0.5
+    lock = st[1] > 0.5
+    point = (st[2], st[3], st[4])
+    off, offv = decay3(spring_weights(halflife, dt), (st[5], st[6], st[7]), (st[8], st[9], st[10]))
+
+    if lock and (not contact or vlen(vsub(point, p)) > radius):
+        # Release: the target jumps from the point to the toe, the offset takes the jump.
+        lock = False
+        off = vadd(off, vsub(point, p))
+        offv = vsub(offv, v)
+    if contact and not was_contact:
+        # Lock where the lock position is now, at foot height; the offset takes the jump.
+        if lock:
+            cur, curv = vadd(point, off), offv
+        else:
+            cur, curv = vadd(p, off), vadd(v, offv)
+        lock = True
+        point = (cur[0], height, cur[2])
+        off = vsub(cur, point)
+        offv = curv
+
+    st[0] = 1.0 if contact else 0.0
+    st[1] = 1.0 if lock else 0.0
+    for i in range(3):
+        st[2 + i] = point[i]
+        st[5 + i] = off[i]
+        st[8 + i] = offv[i]
+
+    if lock:
+        pos, vel = vadd(point, off), offv
+    else:
+        pos, vel = vadd(p, off), vadd(v, offv)
+    for i in range(3):
+        locked[at + i] = pos[i]
+        locked[at + 3 + i] = vel[i]
+
+    # Move the foot by the lock's displacement from the animated toe ...
+    tpos = vadd(foot[0], vsub(pos, p))
+    tvel = vadd(foot[3], vsub(vel, v))
+    apply_two_bone(pose, parents, jh, jk, jf, hinge, tpos, tvel, 1.0, 0.0)
+    # ... then turn it from its animated global rotation so the toe points at the lock
+    # (the identity whenever the IK reached; lifts the heel when the leg is too short).
+    ankle = joint_global(pose, parents, jf)
+    r, dr = vsub(p, foot[0]), vsub(v, foot[3])
+    d, dd = vsub(pos, ankle[0]), vsub(vel, ankle[3])
+    if vlen(r) < 1e-9 or vlen(d) < 1e-9:
+        q, w = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0)  # toe at the ankle: nothing to aim
+    else:
+        q, w = qbetween(r, d), qbetween_dx(r, dr, d, dd)
+    set_global_rotation(pose, parents, jf, qmul(q, foot[1]), vadd(w, qrot(q, foot[4])))
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    out = slot(pose, outs[0])
+    copy_pose(slot(pose, ins[0]), out)
+    foot_lock_update(out, db[3], par, st, sig[ins[1]] > 0.5, dt, sig, outs[1])
+
+
+def check_leg(parents, hip, knee, foot, toe):
+    """Message saying why the four joints are not one leg, or '' if they are."""
+    msg = check_chain(parents, hip, knee, foot)
+    if msg:
+        return msg
+    j = parents[toe]
+    while j >= 0 and j != foot:
+        j = parents[j]
+    return "" if j == foot else f"foot joint {foot} is not an ancestor of toe joint {toe}"
+
+
+@register(run)
+class FootLockNode(Node):
+    """Pins the toe where a contact starts (inertialized in and out) and solves the leg with two-bone IK."""
+
+    type: Literal["foot_lock"] = "foot_lock"
+    joints: List[Union[str, int]] = Field(list(LEFT_LEG), description="hip, knee, foot and toe of one leg")
+    unlock_radius: float = Field(0.2, gt=0.0, description="release when the animated toe is this far from the lock (m)")
+    halflife: float = Field(0.1, gt=0.0, description="half-life of the blend in and out of the lock (s)")
+    foot_height: float = Field(0.02, allow_inf_nan=False, description="height of the toe joint above the ground (m)")
+    hinge: Axis = Field(
+        (1.0, 0.0, 0.0),
+        description="knee hinge axis in the knee's frame: the bend plane of a straight leg "
+        "(CMU knees: [0.94, 0.342, 0] left, [0.94, -0.342, 0] right)",
+    )
+
+    INPUTS = (
+        Port("pose", "pose", "local", "parent-relative pose"),
+        Port("contact", "bool", "", "the toe is in contact with the ground"),
+    )
+    OUTPUTS = (
+        Port("pose", "pose", "local", "parent-relative pose with the foot locked"),
+        Port("locked", "vec3", "", "lock position of the toe in model space (m, m/s)"),
+    )
+
+    @field_validator("hinge")
+    @classmethod
+    def _hinge_nonzero(cls, v):
+        return check_axis(v, "hinge")
+
+    @field_validator("joints")
+    @classmethod
+    def _four_joints(cls, v):
+        if len(v) != 4:
+            raise ValueError(f"joints must be [hip, knee, foot, toe], got {len(v)} names")
+        return v
+
+    def params(self, ctx):
+        idx = [ctx.joint(self, "joints", name) for name in self.joints]
+        msg = check_leg(ctx.skeleton.parents, *idx)
+        if msg:
+            raise GraphError(msg, node=self.id, port="joints")
+        return np.array(idx + [self.unlock_radius, self.halflife, self.foot_height, *self.hinge], dtype=np.float64)
+
+    def state(self, ctx, time=0.0):
+        return np.zeros(STATE_SIZE)
+
+
+class FootLock:
+    """Foot locking without a graph: the ``foot_lock`` node's kernel and state in a small object.
+
+    ``update(local, skeleton, contact, dt)`` takes a local pose (any batch shape), a
+    Skeleton (or parents array with integer ``joints``), the contact flag(s) and the
+    frame time (s); it returns the local pose with the foot locked and sets
+    ``locked_pos``/``locked_vel`` (model space, m and m/s).  ``reset()`` forgets the lock.
+    """
+
+    def __init__(self, unlock_radius=0.2, halflife=0.1, foot_height=0.02, joints=LEFT_LEG, hinge=(1.0, 0.0, 0.0)):
+        self.model = FootLockNode(
+            id="foot_lock",
+            joints=list(joints),
+            unlock_radius=unlock_radius,
+            halflife=halflife,
+            foot_height=foot_height,
+            hinge=hinge,
+        )
+        self.reset()
+
+    def reset(self):
+        """Forget the lock and the blend: the next update starts afresh."""
+        self.state = None
+        self.locked_pos = None
+        self.locked_vel = None
+
+    def copy(self):
+        """An independent copy, state included."""
+        return _copy.deepcopy(self)
+
+    def update(self, local, skeleton, contact, dt):
+        """Local pose with the foot locked, ``dt`` seconds after the previous update."""
+        parents, skel = skeleton_parents(skeleton)
+        idx = [joint_index(skel, parents, j) for j in self.model.joints]
+        msg = check_leg(parents, *idx)
+        if msg:
+            raise ValueError(msg)
+        m = self.model
+        par = np.array(idx + [m.unlock_radius, m.halflife, m.foot_height, *m.hinge], dtype=np.float64)
+        items = int(np.prod(local.batch, dtype=np.int64))
+        if self.state is None:
+            self.state = np.zeros((items, STATE_SIZE))
+        if self.state.shape[0] != items:
+            raise ValueError(f"FootLock ran on {self.state.shape[0]} characters, now {items}: reset() first")
+        flags = np.broadcast_to(np.asarray(contact, dtype=bool), local.batch).reshape(-1)
+        locked = np.zeros((items, 6))
+        out = local.copy()
+        for n, dst in enumerate(out.items()):
+            foot_lock_update(dst, parents, par, self.state[n], bool(flags[n]), float(dt), locked[n], 0)
+        self.locked_pos = locked[:, :3].reshape(tuple(local.batch) + (3,))
+        self.locked_vel = locked[:, 3:].reshape(tuple(local.batch) + (3,))
+        return out

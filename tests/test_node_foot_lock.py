@@ -1,0 +1,301 @@
+"""foot_lock / ag.ops.FootLock: parameters, the inertialized lock, unlocking, IK pinning, velocities.
+
+Velocities are checked against central differences of the node's own output stepped
+from the same state with ``dt +- h`` (float64 kernel, h = 1e-5 s), relative to
+max(|fd|, 1e-2); tolerance 1e-4.  Contacts come from ``animgraph.preprocess.foot_contacts``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+import animgraph as ag
+from animgraph.node import BuildContext
+from animgraph.nodes.foot_lock import STATE_SIZE, FootLock, FootLockNode, foot_lock_update
+from animgraph.nodes.two_bone_ik import REACH_SOFT
+from animgraph.preprocess import foot_contacts
+from test_node_two_bone_ik import (
+    FD_TOL,
+    H,
+    LEG_OFFSETS,
+    LEG_PARENTS,
+    as_pose,
+    clip_motion,
+    fd_errors,
+    global64,
+    leg_skeleton,
+    report,
+    straight_motion,
+)
+
+LEG = ("hip", "knee", "ankle", "toe")
+CMU_LEFT_KNEE = (0.94, 0.342, 0.0)  # hinge of the CMU left knee in its own frame
+
+
+def params(skel, joints=("left_hip", "left_knee", "left_foot", "left_toe"), radius=0.2, halflife=0.1, height=0.02,
+           hinge=(1.0, 0.0, 0.0)):
+    node = FootLockNode(id="lock", joints=list(joints), unlock_radius=radius, halflife=halflife, foot_height=height,
+                        hinge=hinge)
+    return node.params(BuildContext(skeleton=skel))
+
+
+def step64(p, parents, par, st, contact, dt):
+    """One float64 update from state ``st`` (copied): (pose, locked (6,), new state)."""
+    st = st.copy()
+    locked = np.zeros(6)
+    out = tuple(a.copy() for a in p)
+    foot_lock_update(out, np.asarray(parents, np.int64), par, st, bool(contact), float(dt), locked, 0)
+    return out, locked, st
+
+
+def bent_leg(root_vel=(0.0, 0.0, 0.0)):
+    """The synthetic leg standing with a bent knee, the pelvis moving at ``root_vel``."""
+    rot = np.tile([1.0, 0.0, 0.0, 0.0], (5, 1))
+    rot[2] = [math.cos(0.3), math.sin(0.3), 0.0, 0.0]  # knee bent 0.6 rad about x
+    rot[3] = [math.cos(-0.3), math.sin(-0.3), 0.0, 0.0]  # foot back level
+    vel = np.zeros((5, 3))
+    vel[0] = root_vel
+    return straight_motion(LEG_OFFSETS, rot, vel, np.zeros((5, 3)))
+
+
+# ---------------------------------------------------------------- validity
+
+
+def test_bad_parameters_are_refused():
+    skel = leg_skeleton()
+    ctx = BuildContext(skeleton=skel)
+    ok = FootLockNode(id="lock", joints=list(LEG))
+    assert list(ok.params(ctx)) == [1, 2, 3, 4, 0.2, 0.1, 0.02, 1.0, 0.0, 0.0]
+    assert list(ok.state(ctx)) == [0.0] * STATE_SIZE
+    bad = [
+        {"radius": 0.2},  # unknown key
+        {"unlock_radius": -0.1},
+        {"unlock_radius": 0.0},
+        {"halflife": -1.0},
+        {"halflife": 0.0},
+        {"foot_height": float("nan")},
+        {"joints": ["hip", "knee", "ankle"]},
+        {"hinge": [0, 0, 0]},
+    ]
+    for extra in bad:
+        with pytest.raises(ValidationError):
+            FootLockNode(id="lock", **{"joints": list(LEG), **extra})
+    with pytest.raises(ag.GraphError, match="'lock'.*'joints'.*unknown joint 'heel'"):
+        FootLockNode(id="lock", joints=["hip", "knee", "heel", "toe"]).params(ctx)
+    with pytest.raises(ag.GraphError, match="not an ancestor of toe"):
+        FootLockNode(id="lock", joints=["pelvis", "hip", "knee", "pelvis"]).params(ctx)
+    with pytest.raises(ValidationError):
+        FootLock(unlock_radius=-0.2)
+    with pytest.raises(ValueError, match="unknown joint 'left_hip'"):
+        FootLock().update(as_pose(bent_leg()(0.0)), skel, True, 1 / 60)  # default joints are CMU aliases
+
+
+# ---------------------------------------------------------------- behaviour
+
+
+def test_lock_blends_in_by_halflife_to_foot_height():
+    # A still leg, contact from the first frame: the lock takes the toe's x, z at foot
+    # height and the offset (toe height - foot height) decays as (1 + y t) e^(-y t).
+    halflife, dt = 0.1, 1 / 60
+    skel = leg_skeleton()
+    local = as_pose(bent_leg()(0.0))
+    toe = ag.ops.fk(local, LEG_PARENTS).pos[4].astype(float)
+    height = toe[1] - 0.03  # within the leg's reach
+    lock = FootLock(halflife=halflife, foot_height=height, joints=LEG)
+    y = 2 * math.log(2) / halflife
+    for n in range(40):
+        out = lock.update(local, skel, True, dt)
+        t = n * dt  # the first update locks (t = 0)
+        decay = (1 + y * t) * math.exp(-y * t)
+        want = height + (toe[1] - height) * decay
+        np.testing.assert_allclose(lock.locked_pos, [toe[0], want, toe[2]], atol=1e-6)
+        np.testing.assert_allclose(lock.locked_vel, [0, -(toe[1] - height) * y * y * t * math.exp(-y * t), 0], atol=1e-6)
+        # The IK puts the toe on the lock.
+        np.testing.assert_allclose(ag.ops.fk(out, LEG_PARENTS).pos[4], lock.locked_pos, atol=2e-6)
+    # Contact ends: the lock position blends back to the animated toe the same way.
+    held = lock.locked_pos.copy()
+    for n in range(40):
+        lock.update(local, skel, False, dt)
+    np.testing.assert_allclose(lock.locked_pos, toe, atol=2e-3 * abs(held[1] - toe[1]) + 1e-6)
+
+
+def test_unlock_radius_releases_the_lock():
+    # The pelvis walks away at 1 m/s with the contact held: the lock lets go once the
+    # animated toe is farther than the radius, and does not lock again until a new contact.
+    radius, dt = 0.15, 1 / 100
+    motion = bent_leg(root_vel=(0.0, 0.0, 1.0))
+    par = params(leg_skeleton(), LEG, radius=radius, height=global64(motion(0.0), LEG_PARENTS)[0][4][1] - 0.01)
+    st = np.zeros(STATE_SIZE)
+    point = None
+    for n in range(60):
+        p = motion(n * dt)
+        toe = global64(p, LEG_PARENTS)[0][4]
+        _, locked, st = step64(p, LEG_PARENTS, par, st, True, dt)
+        point = st[2:5].copy() if point is None else point  # the locked point (at foot height)
+        assert st[1] == (1.0 if np.linalg.norm(toe - point) <= radius else 0.0), n
+    assert st[1] == 0.0
+    # The released lock position converges to the animated toe.
+    assert np.linalg.norm(locked[:3] - toe) < 0.05 * radius
+
+
+def test_transitions_do_not_pop():
+    # On the frame a contact starts or ends, position and velocity of the lock equal
+    # those without the transition: the offset takes up the jump exactly.
+    skel, clip = ag.data.load("walk")
+    contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
+    par = params(skel, hinge=CMU_LEFT_KNEE)
+    st = np.zeros(STATE_SIZE)
+    switches = 0
+    for f in range(clip.frames):
+        p = clip_motion(clip, f)(0.0)
+        _, locked, new = step64(p, skel.parents, par, st, contact[f], clip.dt)
+        if f > 0 and contact[f] != contact[f - 1]:
+            same = st.copy()
+            same[0] = float(contact[f])  # no edge: the state machine sees no change
+            _, ref, _ = step64(p, skel.parents, par, same, contact[f], clip.dt)
+            if new[1] != same[1]:  # a lock or release really happened
+                switches += 1
+                np.testing.assert_allclose(locked, ref, rtol=0, atol=1e-12)
+        st = new
+    assert switches >= 4
+
+
+def test_toe_stays_locked_during_contacts(bundled_clip):
+    # Half-life 0.05 s: after 0.15 s of lock the blend has settled; from then on, wherever
+    # the leg can reach, the toe sits on the lock and the lock moves less than 3 mm.
+    skel, clip = bundled_clip
+    contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
+    toe, hip, foot = (skel.index(j) for j in ("left_toe", "left_hip", "left_foot"))
+    lock = FootLock(halflife=0.05, foot_height=0.035, hinge=CMU_LEFT_KNEE)
+    anim = ag.ops.fk(ag.Pose(clip.pos, clip.rot), skel.parents).pos[:, toe]
+    reach, lock_start = None, None
+    since, checked, moved, slid = 0, 0, [0.0], [0.0]
+    for f in range(clip.frames):
+        out = lock.update(as_pose(clip_motion(clip, f)(0.0)), skel, contact[f], clip.dt)
+        g = ag.ops.fk(out, skel.parents)
+        if reach is None:
+            reach = sum(np.linalg.norm(g.pos[j] - g.pos[skel.parents[j]]) for j in (foot, skel.parents[foot]))
+        locked = lock.state[0, 1] > 0.5
+        since = since + 1 if locked else 0
+        if since * clip.dt >= 0.15 and np.linalg.norm(g.pos[foot] - g.pos[hip]) < REACH_SOFT * reach:
+            assert np.linalg.norm(g.pos[toe] - lock.locked_pos) < 1e-4, f
+            if lock_start != f - since:  # first checked frame of this lock
+                lock_start, first, first_anim = f - since, lock.locked_pos.copy(), anim[f]
+            moved.append(np.linalg.norm(lock.locked_pos - first))
+            slid.append(np.linalg.norm(anim[f] - first_anim))
+            checked += 1
+    print(f"foot_lock {clip.name}: {checked} settled reachable locked frames; locked toe moved <= "
+          f"{1000 * max(moved):.2f} mm where the animated toe slid {1000 * max(slid):.1f} mm")
+    assert max(moved) < 3e-3  # m
+    if clip.name in ("walk", "walk_turn", "run_stop"):
+        assert checked > 20
+
+
+def test_fresh_lock_mid_motion_matches_one_that_ran_from_the_start():
+    # Half-life 0.02 s: between contacts the offset decays to nothing, so a FootLock made
+    # there has the same state as the old one, and from then on gives the same output.
+    skel, clip = ag.data.load("walk")
+    contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
+    old = FootLock(halflife=0.02, foot_height=0.035, hinge=CMU_LEFT_KNEE)
+    fresh, start = None, None
+    for f in range(clip.frames):
+        local = as_pose(clip_motion(clip, f)(0.0))
+        st = old.state
+        if fresh is None and f > 100 and not contact[f - 1] and st[0, 1] == 0.0 and np.abs(st[0, 5:]).max() < 1e-9:
+            fresh, start = FootLock(halflife=0.02, foot_height=0.035, hinge=CMU_LEFT_KNEE), f
+        a = old.update(local, skel, contact[f], clip.dt)
+        if fresh is not None:
+            b = fresh.update(local, skel, contact[f], clip.dt)
+            np.testing.assert_allclose(fresh.locked_pos, old.locked_pos, rtol=0, atol=1e-9)
+            np.testing.assert_allclose(fresh.locked_vel, old.locked_vel, rtol=0, atol=1e-8)
+            for x, y in zip(b.as_tuple(), a.as_tuple()):
+                np.testing.assert_allclose(x, y, rtol=0, atol=1e-6)
+    assert start is not None and clip.frames - start > 60 and contact[start:].any()
+
+
+def test_reset_and_batches():
+    skel, clip = ag.data.load("walk")
+    contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
+    kw = dict(foot_height=0.035, hinge=CMU_LEFT_KNEE)
+    single, other, batch = FootLock(**kw), FootLock(**kw), FootLock(**kw)
+    frames = range(30, 130)
+    for f in frames:
+        single.update(ag.Pose(clip.pos[f], clip.rot[f]), skel, contact[f], clip.dt)
+    single.reset()
+    for f in frames:
+        pose = ag.Pose(clip.pos[f], clip.rot[f])
+        a = single.update(pose, skel, contact[f], clip.dt)
+        b = other.update(ag.Pose(clip.pos[f + 50], clip.rot[f + 50]), skel, contact[f + 50], clip.dt)
+        both = ag.Pose(*(np.stack([x, y]) for x, y in zip(pose.as_tuple(), (clip.pos[f + 50], clip.rot[f + 50]))))
+        c = batch.update(both, skel, [contact[f], contact[f + 50]], clip.dt)
+        np.testing.assert_array_equal(c.rot[0], a.rot)
+        np.testing.assert_array_equal(c.rot[1], b.rot)
+        np.testing.assert_array_equal(batch.locked_vel, np.stack([single.locked_vel, other.locked_vel]))
+    assert contact[frames.start:frames.stop].any() and not contact[frames.start:frames.stop].all()
+    with pytest.raises(ValueError, match="reset"):
+        batch.update(ag.Pose(clip.pos[0], clip.rot[0]), skel, True, clip.dt)
+
+
+# ---------------------------------------------------------------- velocities
+
+
+def lock_fd_errors(skel, clip, frames, halflife=0.1):
+    """FD errors of the foot lock stepped through ``frames`` of a clip (float64)."""
+    contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
+    par = params(skel, halflife=halflife, height=0.035, hinge=CMU_LEFT_KNEE)
+    st = np.zeros(STATE_SIZE)
+    errs, lock_errs = [], []
+    for f in frames:
+        motion = clip_motion(clip, f)
+
+        def out_at(t):
+            return step64(motion(t), skel.parents, par, st, contact[f], clip.dt + t)
+
+        errs.append(fd_errors(lambda t: out_at(t)[0]))
+        (_, lp, _), (_, lm, _) = out_at(H), out_at(-H)
+        vel = (lp[:3] - lm[:3]) / (2 * H)
+        locked = out_at(0.0)[1]
+        lock_errs.append(np.linalg.norm(locked[3:] - vel) / max(np.linalg.norm(vel), 1e-2))
+        st = out_at(0.0)[2]
+    return errs, np.array(lock_errs)
+
+
+def test_velocities_match_central_differences_on_clips(any_clip):
+    skel, clip = any_clip
+    frames = range(min(clip.frames, 600))
+    errs, lock_errs = lock_fd_errors(skel, clip, frames)
+    worst, p99 = report(f"foot_lock {clip.name}", errs + [lock_errs])
+    assert worst < FD_TOL, f"{clip.name}: worst relative velocity error {worst:.2e}"
+
+
+# ---------------------------------------------------------------- node contract
+
+
+def test_node_kernel_through_the_contract():
+    skel, clip = ag.data.load("walk")
+    contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
+    node = FootLockNode(id="lock", joints=["left_hip", "left_knee", "left_foot", "left_toe"], foot_height=0.035,
+                        hinge=CMU_LEFT_KNEE)
+    ctx = BuildContext(skeleton=skel)
+    par, st = node.params(ctx), node.state(ctx)
+    J = len(skel)
+    pose = tuple(np.zeros((2, J, n), np.float32) for n in (3, 4, 3, 3, 3, 3))
+    sig = np.zeros(8)
+    ins, outs = np.array([0, 7], np.int64), np.array([1, 0], np.int64)  # contact at 7, locked at 0..5
+    db = (np.zeros((1, J, 3), np.float32), np.zeros((1, J, 4), np.float32), np.ones((1, J, 3), np.float32),
+          skel.parents.astype(np.int64))
+    ref = FootLock(foot_height=0.035, hinge=CMU_LEFT_KNEE)
+    for f in range(40, 120):
+        local = as_pose(clip_motion(clip, f)(0.0))
+        for buf, a in zip(pose, local.as_tuple()):
+            buf[0] = a
+        sig[7] = float(contact[f])
+        type(node).KERNEL(ins, outs, par, st, pose, sig, db, clip.dt)
+        want = ref.update(local, skel, contact[f], clip.dt)
+        for buf, a in zip(pose, want.as_tuple()):
+            np.testing.assert_array_equal(buf[1], a)
+        np.testing.assert_array_equal(sig[:3], ref.locked_pos)
+        np.testing.assert_array_equal(sig[3:6], ref.locked_vel)
+    assert contact[40:120].any() and not contact[40:120].all()
