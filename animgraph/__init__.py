@@ -10,5 +10,7 @@ _configure_numba()
 from . import kform, maths, ops  # noqa: E402,F401
 from .errors import AnimgraphError, BVHError, GraphError  # noqa: E402,F401
 from .pose import Clip, Pose, Skeleton  # noqa: E402,F401
+from .graph import Graph  # noqa: E402,F401
+from .runtime import compile  # noqa: E402,F401,A004
 from . import data, names, preprocess  # noqa: E402,F401
 from .bvh import load_bvh, save_bvh  # noqa: E402,F401

@@ -1,0 +1,176 @@
+"""Graph checks with networkx: links, ports, signal kinds, pose spaces, cycles, reachability.
+
+``check(graph)`` returns a ``Checked`` (the schedule and the resolved port table)
+or raises ``GraphError`` naming the file, node id and port.  Nodes that feed no
+output are reported as ``GraphWarning``s and left out of the schedule.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from .errors import GraphError
+from .node import SIGNALS
+
+
+class GraphWarning(UserWarning):
+    """A graph that runs but probably not as meant (e.g. nodes that feed no output)."""
+
+
+@dataclass
+class Checked:
+    """A checked graph: schedule, ports and where each input comes from."""
+
+    order: list  # node ids that feed an output, in topological (then file) order
+    pruned: list  # node ids that feed no output
+    nodes: dict  # id -> node model
+    inputs: dict  # id -> {port name: Port}
+    outputs: dict  # id -> {port name: Port}
+    feeds: dict  # (dst id, dst port) -> (src id, src port)
+    spaces: dict = field(default_factory=dict)  # (id, port, "in"|"out") -> "local"|"global"|"any"
+    warnings: list = field(default_factory=list)
+    dag: nx.DiGraph = None
+
+    def consumers(self, src):
+        """(dst id, dst port) pairs fed by output ``src = (id, port)``."""
+        return [dst for dst, s in self.feeds.items() if s == src]
+
+
+def _split(ref, what, index, file):
+    node, _, port = ref.partition(".")
+    if not node or not port:
+        raise GraphError(f"link {index}: {what} {ref!r} is not 'node.port'", file=file)
+    return node, port
+
+
+def _ports(node, file):
+    ins = {p.name: p for p in node.inputs()}
+    outs = {p.name: p for p in node.outputs()}
+    for p in (*ins.values(), *outs.values()):
+        if p.signal not in SIGNALS:
+            raise GraphError(f"port signal {p.signal!r} is not one of {', '.join(SIGNALS)}", node.id, p.name, file)
+    return ins, outs
+
+
+def _link(graph, index, link, ports, feeds, file):
+    """Check one link and record which output feeds which input."""
+    (src, sport), (dst, dport) = (_split(link[0], "source", index, file), _split(link[1], "destination", index, file))
+    for nid, port in ((src, sport), (dst, dport)):
+        if nid not in ports:
+            raise GraphError(f"link {link[0]} -> {link[1]}: unknown node {nid!r}", nid, port, file)
+    outs, ins = ports[src][1], ports[dst][0]
+    if sport not in outs:
+        raise GraphError(
+            f"unknown output port {sport!r} in link {link[0]} -> {link[1]} (outputs: {', '.join(outs) or 'none'})",
+            src, sport, file,
+        )
+    if dport not in ins:
+        raise GraphError(
+            f"unknown input port {dport!r} in link {link[0]} -> {link[1]} (inputs: {', '.join(ins) or 'none'})",
+            dst, dport, file,
+        )
+    if (dst, dport) in feeds:
+        other = ".".join(feeds[(dst, dport)])
+        raise GraphError(f"input fed twice: by {other} and by {link[0]}", dst, dport, file)
+    a, b = outs[sport].signal, ins[dport].signal
+    if a != b:
+        raise GraphError(f"signal mismatch: {link[0]} is {a}, {link[1]} takes {b}", dst, dport, file)
+    feeds[(dst, dport)] = (src, sport)
+
+
+def _schedule(dag, index, feeds, file):
+    """Topological order (file order among equals); on failure name a cycle."""
+    try:
+        return list(nx.lexicographical_topological_sort(dag, key=index.__getitem__))
+    except nx.NetworkXUnfeasible:
+        cycle = nx.find_cycle(dag)
+        path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+        dst, src = cycle[0][1], cycle[0][0]
+        port = next((p for (d, p), (s, _) in feeds.items() if d == dst and s == src), None)
+        raise GraphError(f"cycle: {path}", dst, port, file) from None
+
+
+def has_constant(node, port):
+    """True if an unlinked signal input ``port`` takes its value from the node's field of that name."""
+    return port.signal != "pose" and getattr(node, port.name, None) is not None
+
+
+def check(graph, file=None, warn=True):
+    """Check a Graph; returns a Checked schedule or raises GraphError naming node and port."""
+    file = file if file is not None else graph.path
+    nodes, index, ports = {}, {}, {}
+    for i, node in enumerate(graph.nodes):
+        if node.id in nodes:
+            raise GraphError("duplicate node id", node.id, None, file)
+        nodes[node.id], index[node.id] = node, i
+        ports[node.id] = _ports(node, file)
+
+    feeds = {}
+    for i, link in enumerate(graph.links):
+        _link(graph, i, link, ports, feeds, file)
+
+    dag = nx.DiGraph()
+    dag.add_nodes_from(nodes)
+    dag.add_edges_from((src, dst) for (dst, _), (src, _) in feeds.items())
+    order = _schedule(dag, index, feeds, file)
+
+    sinks = [nid for nid in order if getattr(nodes[nid], "GRAPH_OUTPUT", False)]
+    if not sinks:
+        raise GraphError("the graph has no output node (add a node of type 'output')", file=file)
+    used = set(sinks)
+    for nid in sinks:
+        used |= nx.ancestors(dag, nid)
+    for nid in order:  # a node that feeds no output may be half-built: only pruned
+        for name, port in ports[nid][0].items():
+            if nid in used and (nid, name) not in feeds and not port.optional and not has_constant(nodes[nid], port):
+                raise GraphError(f"required {port.signal} input is not linked", nid, name, file)
+    pruned = [nid for nid in order if nid not in used]
+    notes = [f"node {nid!r} feeds no output: left out of the plan" for nid in pruned]
+    if warn:
+        for note in notes:
+            warnings.warn(f"{file}: {note}" if file else note, GraphWarning, stacklevel=2)
+
+    checked = Checked(
+        order=[nid for nid in order if nid in used],
+        pruned=pruned,
+        nodes=nodes,
+        inputs={nid: ports[nid][0] for nid in nodes},
+        outputs={nid: ports[nid][1] for nid in nodes},
+        feeds=feeds,
+        warnings=notes,
+        dag=dag,
+    )
+    _resolve_spaces(checked, order, file)
+    return checked
+
+
+def _resolve_spaces(checked, order, file):
+    """Pose space of every pose port; 'any' ports adopt the space of the node's 'any' pose inputs."""
+    spaces = checked.spaces
+    for nid in order:
+        adopted, adopted_from = None, None
+        for name, port in checked.inputs[nid].items():
+            if port.signal != "pose":
+                continue
+            src = checked.feeds.get((nid, name))
+            got = spaces[(*src, "out")] if src else "any"
+            want = port.space or "any"
+            if want != "any" and got != "any" and got != want:
+                raise GraphError(
+                    f"space mismatch: {'.'.join(src)} is a {got} pose, this input takes a {want} pose", nid, name, file
+                )
+            if want == "any" and got != "any":
+                if adopted is not None and adopted != got:
+                    raise GraphError(
+                        f"space mismatch: {got} pose here but a {adopted} pose on input {adopted_from!r}",
+                        nid, name, file,
+                    )
+                adopted, adopted_from = got, name
+            spaces[(nid, name, "in")] = got if want == "any" else want
+        for name, port in checked.outputs[nid].items():
+            if port.signal == "pose":
+                want = port.space or "any"
+                spaces[(nid, name, "out")] = (adopted or "any") if want == "any" else want

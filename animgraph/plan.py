@@ -1,0 +1,370 @@
+"""The planner: a checked graph -> flat tables the compiled executor walks.
+
+- op table (int64, one row per scheduled node, topological order): kind and the
+  ranges of its port locators, parameters and state (see ``animgraph.executor``);
+- pose slots reused by liveness (a slot is free after its last reader has run; an
+  op never writes a slot it reads; the slots of graph outputs are never reused, so
+  they still hold last frame's result between steps);
+- a signal buffer layout: one block per signal output, one constant block per
+  unlinked signal input whose node has a field of the same name (-1 otherwise);
+- parameters float64, shared by the characters; state float64 per character;
+- every asset in one frame array ``db = (clip_pos, clip_rot, clip_scl, parents)``
+  with a ``ClipRange`` per asset.  Assets are BVH paths relative to the graph file,
+  ``{"path": ..., "scale": ...}``, or ``"animgraph:NAME"`` for a bundled clip; they
+  must share one skeleton (the same parents).
+
+Planning never compiles: an edit re-plans in milliseconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .check import check, has_constant
+from .errors import AnimgraphError, GraphError
+from .executor import kinds
+from .graph import BUNDLED_PREFIX
+from .node import SIGNAL_SIZE, BuildContext, ClipRange
+from .pose import Clip, Skeleton
+
+OPS_COLUMNS = 8
+
+
+class PlanContext(BuildContext):
+    """BuildContext plus the resolved pose space of each port."""
+
+    def __init__(self, skeleton, clips, spaces):
+        super().__init__(skeleton, clips)
+        self.spaces = spaces
+
+    def input_space(self, node, port):
+        """'local', 'global' or 'any' (unresolved) for input ``port`` of ``node``."""
+        return self.spaces.get((node.id, port, "in"), "any")
+
+    def output_space(self, node, port):
+        return self.spaces.get((node.id, port, "out"), "any")
+
+
+@dataclass
+class Plan:
+    """Tables for the executor, built from a checked graph for ``batch`` characters."""
+
+    graph: object
+    batch: int
+    skeleton: Skeleton
+    clips: dict  # asset name -> ClipRange
+    db: tuple
+    order: list  # node ids, one per op
+    nodes: dict  # id -> node model (the scheduled ones)
+    ops: np.ndarray
+    io: np.ndarray
+    par: np.ndarray
+    n_state: int
+    n_slots: int
+    sig_init: np.ndarray
+    table: np.ndarray  # int64: header, ops, io, parents (see animgraph.executor)
+    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl flattened
+    inputs: dict  # input node id -> (offset, signal kind)
+    outputs: dict  # output node id -> (signal kind, slot or offset, state offset)
+    constants: dict  # (node id, port) -> (offset, signal kind): unlinked inputs fed from fields
+    pruned: list
+    warnings: list
+    ctx: PlanContext
+    checked: object
+    executor: object = None
+    _state_layout: list = field(default_factory=list)  # (id, start, stop) per op
+
+    @property
+    def joints(self):
+        return len(self.skeleton) if self.skeleton is not None else 0
+
+    @property
+    def file(self):
+        return self.graph.path
+
+    def op(self, node_id):
+        """Op index of a scheduled node."""
+        return self.order.index(node_id)
+
+    def state(self, time=0.0, nodes=None):
+        """Initial state (float64, one character) for a reset to ``time`` seconds."""
+        nodes = nodes or self.nodes
+        st = np.zeros(self.n_state)
+        for nid, a, b in self._state_layout:
+            s = _call(nodes[nid], "state", self.ctx, self.file, time)
+            if s.shape != (b - a,):
+                raise GraphError(f"state() returned {s.shape[0]} values, first {b - a}", nid, None, self.file)
+            st[a:b] = s
+        return st
+
+    def instance(self, parallel=None):
+        """A runnable Instance with its own state, signals, parameters and pose slots.
+
+        ``parallel``: threads over characters (default: when batch >= 16)."""
+        from .runtime import Instance
+
+        if self.executor is None:
+            from . import executor
+
+            self.executor = executor.load()
+        return Instance(self, parallel)
+
+
+def _call(node, method, ctx, file, *args):
+    """``node.params(ctx)``/``node.state(ctx, t)`` as flat float64; errors name the node (and field)."""
+    try:
+        out = getattr(node, method)(ctx, *args)
+    except GraphError as e:
+        raise GraphError(e.message, e.node or node.id, e.port, e.file or file) from None
+    except (ValueError, KeyError, IndexError) as e:
+        raise GraphError(f"{method}: {e}", node.id, None, file) from None
+    out = np.ascontiguousarray(out, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(out)):
+        raise GraphError(f"{method}() gave a non-finite value", node.id, None, file)
+    return out
+
+
+# ---------------------------------------------------------------- assets
+
+
+@functools.lru_cache(maxsize=32)
+def _read_bvh(path, mtime_ns, scale):
+    from .bvh import load_bvh
+
+    return load_bvh(path, scale=scale)
+
+
+def _user(graph, asset):
+    """(node id, field) of the first node naming ``asset`` in a field, for error messages."""
+    for node in graph.nodes:
+        for name, value in node:
+            if value == asset and name not in ("id", "type"):
+                return node.id, name
+    return None, None
+
+
+def _load_asset(graph, name, spec, file):
+    path, scale = (spec, 1.0) if isinstance(spec, str) else (spec.path, spec.scale)
+    node, port = _user(graph, name)
+    try:
+        if path.startswith(BUNDLED_PREFIX):
+            from . import data
+
+            bundled = path[len(BUNDLED_PREFIX):]
+            if bundled not in data.names():
+                raise GraphError(
+                    f"asset {name!r}: no bundled clip {bundled!r} (bundled: {', '.join(data.names())})",
+                    node, port, file,
+                )
+            skel, clip = data.load(bundled)
+            if scale != 1.0:
+                clip = Clip(skel, clip.pos * scale, clip.rot, clip.scl, clip.dt)
+            return skel, clip
+        full = Path(graph.base_dir) / path
+        if not full.is_file():
+            raise GraphError(f"asset {name!r}: file not found: {full}", node, port, file)
+        stat = os.stat(full)
+        return _read_bvh(str(full.resolve()), stat.st_mtime_ns, float(scale))
+    except GraphError:
+        raise
+    except AnimgraphError as e:
+        raise GraphError(f"asset {name!r}: {e}", node, port, file) from None
+
+
+def load_assets(graph, assets=None, skeleton=None):
+    """(skeleton, {name: Clip}) of the graph's assets plus ``assets`` given in memory."""
+    file = graph.path
+    clips, sources = {}, {}
+    for name, spec in graph.assets.items():
+        if assets and name in assets:
+            continue
+        skel, clip = _load_asset(graph, name, spec, file)
+        clips[name], sources[name] = clip, skel
+    for name, value in (assets or {}).items():
+        skel, clip = value if isinstance(value, tuple) else (value.skeleton, value)
+        clips[name], sources[name] = clip, skel
+    for name, skel in sources.items():
+        if skeleton is None:
+            skeleton, first = skel, name
+        elif len(skel) != len(skeleton) or not np.array_equal(skel.parents, skeleton.parents):
+            node, port = _user(graph, name)
+            raise GraphError(
+                f"asset {name!r} has a different skeleton ({len(skel)} joints) from asset {first!r} "
+                f"({len(skeleton)} joints): a graph's assets share one skeleton",
+                node, port, file,
+            )
+    return skeleton, clips
+
+
+def _frame_db(skeleton, clips):
+    """One frame array for every clip, ClipRanges into it, and the parents (int64)."""
+    joints = len(skeleton) if skeleton is not None else 0
+    ranges, start = {}, 0
+    for name, clip in clips.items():
+        ranges[name] = ClipRange(start, clip.frames, clip.dt, clip)
+        start += clip.frames
+
+    def stack(field_, width):
+        parts = [getattr(c, field_) for c in clips.values()]
+        if not parts:
+            return np.zeros((0, joints, width), np.float32)
+        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+
+    parents = np.ascontiguousarray(skeleton.parents if skeleton is not None else [], dtype=np.int64)
+    return (stack("pos", 3), stack("rot", 4), stack("scl", 3), parents), ranges
+
+
+# ---------------------------------------------------------------- layout
+
+
+class _Slots:
+    """Pose slot allocator: lowest free slot first."""
+
+    def __init__(self):
+        self.free, self.count = [], 0
+
+    def take(self):
+        if self.free:
+            self.free.sort()
+            return self.free.pop(0)
+        self.count += 1
+        return self.count - 1
+
+    def give(self, s):
+        self.free.append(s)
+
+
+def _signal_block(kind, value):
+    from animgraph.nodes.input import signal_value
+
+    block = np.zeros(SIGNAL_SIZE[kind])
+    v = signal_value(kind, value)
+    block[: len(v)] = v
+    return block
+
+
+def _table(ops, io, parents, n_sig, slots, joints, frames):
+    """The executor's int64 table: header, op rows, port locators, parents."""
+    header = 8
+    ops_at, io_at = header, header + ops.size
+    parents_at = io_at + io.size
+    head = [len(ops), ops_at, io_at, parents_at, n_sig, slots, joints, frames]
+    return np.ascontiguousarray(np.concatenate([head, ops.ravel(), io, parents]), dtype=np.int64)
+
+
+def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
+    """Check ``graph`` and lay out its tables for ``batch`` characters (no compiling)."""
+    if not (isinstance(batch, (int, np.integer)) and batch >= 1):
+        raise GraphError(f"batch must be a whole number >= 1, got {batch!r}", file=graph.path)
+    file = graph.path
+    checked = check(graph, file, warn=warn)
+    order, nodes = checked.order, {nid: checked.nodes[nid] for nid in checked.order}
+    uses_pose = any(p.signal == "pose" for nid in order for p in (*checked.inputs[nid].values(), *checked.outputs[nid].values()))
+    skeleton, clips = load_assets(graph, assets, skeleton)
+    if uses_pose and skeleton is None:
+        raise GraphError("the graph has pose nodes but no skeleton: add a clip asset", file=file)
+    db, ranges = _frame_db(skeleton, clips)
+    ctx = PlanContext(skeleton, ranges, checked.spaces)
+
+    kind_of = {name: i for i, name in enumerate(kinds())}
+    last_read = {}
+    for i, nid in enumerate(order):
+        for name, port in checked.inputs[nid].items():
+            src = checked.feeds.get((nid, name))
+            if src is not None and port.signal == "pose":
+                last_read[src] = i
+    sinks = {nid for nid in order if getattr(nodes[nid], "GRAPH_OUTPUT", False)}
+
+    slots, located = _Slots(), {}
+    ops, io, par_parts, sig_parts = [], [], [], []
+    n_par = n_state = n_sig = 0
+    state_layout, inputs, outputs, constants = [], {}, {}, {}
+
+    def sig_block(block):
+        nonlocal n_sig
+        sig_parts.append(block)
+        n_sig += len(block)
+        return n_sig - len(block)
+
+    for i, nid in enumerate(order):
+        node = nodes[nid]
+        row = [kind_of[node.type], len(io)]
+        for name, port in checked.inputs[nid].items():
+            src = checked.feeds.get((nid, name))
+            if src is not None:
+                io.append(located[src])
+            elif has_constant(node, port):
+                off = sig_block(_signal_block(port.signal, getattr(node, name)))
+                constants[(nid, name)] = (off, port.signal)
+                io.append(off)
+            else:
+                io.append(-1)
+        row.append(len(io))
+        for name, port in checked.outputs[nid].items():
+            if port.signal == "pose":
+                located[(nid, name)] = slots.take()
+            else:
+                located[(nid, name)] = sig_block(np.zeros(SIGNAL_SIZE[port.signal]))
+            io.append(located[(nid, name)])
+        row.append(len(io))
+        # Free what this op was the last to read, and its pose outputs nobody reads.
+        for src, last in last_read.items():
+            if last == i and src[0] not in sinks:
+                slots.give(located[src])
+        for name, port in checked.outputs[nid].items():
+            if port.signal == "pose" and (nid, name) not in last_read and nid not in sinks:
+                slots.give(located[(nid, name)])
+
+        p = _call(node, "params", ctx, file)
+        par_parts.append(p)
+        row += [n_par, n_par + len(p)]
+        n_par += len(p)
+        s = _call(node, "state", ctx, file, 0.0)
+        state_layout.append((nid, n_state, n_state + len(s)))
+        row += [n_state, n_state + len(s)]
+        n_state += len(s)
+        ops.append(row)
+
+        if getattr(node, "GRAPH_INPUT", False):
+            (name, port), = checked.outputs[nid].items()
+            off = located[(nid, name)]
+            inputs[nid] = (off, port.signal)
+            sig_parts[-1][:] = _signal_block(port.signal, node.default)
+        if nid in sinks:
+            (name, port), = checked.outputs[nid].items()
+            outputs[nid] = (port.signal, located[(nid, name)], row[6])
+
+    ops = np.array(ops, dtype=np.int64).reshape(-1, OPS_COLUMNS)
+    io = np.array(io, dtype=np.int64)
+    sig_init = np.concatenate(sig_parts) if sig_parts else np.zeros(0)
+    n_slots = max(slots.count, 1)
+    return Plan(
+        graph=graph,
+        batch=int(batch),
+        skeleton=skeleton,
+        clips=ranges,
+        db=db,
+        order=list(order),
+        nodes=nodes,
+        ops=ops,
+        io=io,
+        par=np.concatenate(par_parts) if par_parts else np.zeros(0),
+        n_state=n_state,
+        n_slots=n_slots,
+        sig_init=sig_init,
+        table=_table(ops, io, db[3], len(sig_init), n_slots, len(db[3]), len(db[0])),
+        clipbuf=np.ascontiguousarray(np.concatenate([a.ravel() for a in db[:3]]), dtype=np.float32),
+        inputs=inputs,
+        outputs=outputs,
+        constants=constants,
+        pruned=checked.pruned,
+        warnings=checked.warnings,
+        ctx=ctx,
+        checked=checked,
+        _state_layout=state_layout,
+    )

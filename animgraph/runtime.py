@@ -1,0 +1,265 @@
+"""Running a plan: ``ag.compile(graph, batch) -> Plan``, ``plan.instance() -> Instance``.
+
+``inst.step(dt, inputs)`` writes the inputs into the signal buffer, makes one call
+into the compiled executor for all B characters and returns a dict keyed by
+output node id:
+
+- a pose output is a ``Pose`` of shape (J, ...) when batch == 1 and (B, J, ...)
+  when batch > 1;
+- a signal output is a float64 array (value then rate: scalar ``[x, dx]``, vec3
+  ``[p(3), v(3)]``, quat ``[q(4), ang(3)]``, int/bool ``[v]``) of shape (n,) or (B, n).
+
+The returned dict and its arrays are views into the instance's buffers, rewritten
+by the next step (copy what you keep: ``pose.copy()``, ``arr.copy()``).  This keeps
+``step`` to a few microseconds of Python.
+
+Inputs (by input node id) are sticky: a value stays until set again.  A value is a
+number or array (rate 0), or a tuple ``(value, rate)``; a scalar or single vector
+applies to every character, an array with a leading axis of length B sets each.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .errors import GraphError
+from .graph import Graph
+from .maths import qmul, qnormalize, qrot
+from .node import SIGNAL_SIZE
+from .plan import make_plan
+from .pose import Pose
+
+PARALLEL_MIN_BATCH = 16  # below this, threads cost more than they save
+
+_VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1}
+
+
+def compile(graph, batch=1, assets=None, skeleton=None):  # noqa: A001 (the public name)
+    """Check and plan ``graph`` (a Graph or a path) for ``batch`` characters and load the executor.
+
+    ``assets`` maps asset names to in-memory clips (``Clip`` or ``(Skeleton, Clip)``), overriding or
+    adding to the graph's; ``skeleton`` gives the skeleton of a graph without clip assets.
+    Raises GraphError naming file, node and port.
+    """
+    if isinstance(graph, (str, Path)):
+        graph = Graph.load(graph)
+    plan = make_plan(graph, batch, assets=assets, skeleton=skeleton)
+    from . import executor
+
+    plan.executor = executor.load()
+    return plan
+
+
+def _entry(dispatcher):
+    """The function to call per frame: the compiled entry point (skips numba's type dispatch).
+
+    Our arguments always have the same types, so after one typed call through the
+    dispatcher its single overload's entry point is safe and saves a microsecond.
+    """
+
+    def first(*args):
+        dispatcher(*args)
+        overloads = list(dispatcher.overloads.values())
+        return overloads[0].entry_point if len(overloads) == 1 else dispatcher
+
+    return first
+
+
+def _pose_view(arrays, slot, batch):
+    """A Pose whose arrays are views of pose slot ``slot`` (no copy, no validation)."""
+    pose = Pose.__new__(Pose)
+    for name, a in zip(("pos", "rot", "scl", "vel", "ang", "svl"), arrays):
+        setattr(pose, name, a[0, slot] if batch == 1 else a[:, slot])
+    return pose
+
+
+class Instance:
+    """One plan's running state for B characters: pose slots, signals, state, parameters."""
+
+    def __init__(self, plan, parallel=None):
+        self.plan = plan
+        self.batch = b = plan.batch
+        j, s, n_sig = plan.joints, plan.n_slots, len(plan.sig_init)
+        # One float32 row per character holds every slot's six fields (see animgraph.executor).
+        self.posebuf = np.zeros((b, s * j * 19), np.float32)
+        views, at = [], 0
+        for w in (3, 4, 3, 3, 3, 3):
+            views.append(self.posebuf[:, at:at + s * j * w].reshape(b, s, j, w))
+            at += s * j * w
+        self.pose = tuple(views)
+        self.pose[1][..., 0] = 1.0
+        self.pose[2][...] = 1.0
+        self.chars = np.zeros((b, n_sig + plan.n_state))
+        self.sig, self.st = self.chars[:, :n_sig], self.chars[:, n_sig:]
+        self.sig[:] = plan.sig_init
+        self.st[:] = plan.state(0.0)
+        self.par = plan.par.copy()
+        self.nodes = dict(plan.nodes)
+        if parallel is None:
+            parallel = b >= PARALLEL_MIN_BATCH
+        self._run = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
+        self._args = (plan.table, self.par, self.chars, self.posebuf, plan.clipbuf)
+        self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
+        # Inputs of pruned nodes are accepted and ignored.
+        self._known = {n.id for n in plan.graph.nodes if getattr(n, "GRAPH_INPUT", False)}
+        self.outputs = {}
+        for nid, (kind, loc, _) in plan.outputs.items():
+            if kind == "pose":
+                self.outputs[nid] = _pose_view(self.pose, loc, b)
+            else:
+                n = SIGNAL_SIZE[kind]
+                self.outputs[nid] = self.sig[0, loc:loc + n] if b == 1 else self.sig[:, loc:loc + n]
+
+    # ------------------------------------------------------------ per frame
+
+    def step(self, dt, inputs=None):
+        """Advance every character by ``dt`` seconds; returns the outputs (views, see module doc)."""
+        if inputs:
+            self.set_inputs(inputs)
+        if not -1e6 < dt < 1e6:
+            raise GraphError(f"step dt must be a finite number of seconds, got {dt!r}", file=self.plan.file)
+        run = self._run(*self._args, float(dt))
+        if run is not None:  # the first call compiled or loaded the executor: keep its entry point
+            self._run = run
+        return self.outputs
+
+    def set_inputs(self, inputs):
+        """Write input values (and rates) per character: ``{"w": 0.3, "target": (pos, vel)}``."""
+        for name, value in inputs.items():
+            write = self._inputs.get(name)
+            if write is not None:
+                write(value)
+            elif name not in self._known:
+                known = ", ".join(sorted(self._inputs)) or "none"
+                raise GraphError(f"unknown input {name!r} (inputs: {known})", name, None, self.plan.file)
+
+    def _writer(self, name, off, kind):
+        """A function writing one input's value (and rate) into the signal buffer."""
+        n, size, batch, file = _VALUE_SIZE[kind], SIGNAL_SIZE[kind], self.batch, self.plan.file
+        value_col, rate_col = self.sig[:, off], self.sig[:, off + 1] if size > 1 else None
+        value_view, rate_view = self.sig[:, off:off + n], self.sig[:, off + n:off + size]
+
+        def fail(why):
+            raise GraphError(why, name, "value", file)
+
+        def parse(v, width, what):
+            a = np.asarray(v, dtype=np.float64)
+            if a.shape == (width,) or (width == 1 and a.shape == ()):
+                a = a.reshape(1, width)
+            elif a.shape == (batch, width) or (width == 1 and a.shape == (batch,)):
+                a = a.reshape(batch, width)
+            else:
+                fail(f"{what} of shape {a.shape}: expected ({width},) or ({batch}, {width}) for a {kind} input")
+            if not np.all(np.isfinite(a)):
+                fail(f"{what} is not finite: {v!r}")
+            return a
+
+        def write(value):
+            if type(value) is float or type(value) is int or type(value) is bool:
+                if n != 1:
+                    fail(f"a {kind} input needs {n} numbers, got {value!r}")
+                if not math.isfinite(value):
+                    fail(f"value is not finite: {value!r}")
+                value_col.fill(value)
+                if rate_col is not None:
+                    rate_col.fill(0.0)
+                return
+            if type(value) is tuple and len(value) == 2 and size > n:
+                val, rate = value
+                if n == 1 and type(val) is float and type(rate) is float:  # fast path: scalar with rate
+                    if not (math.isfinite(val) and math.isfinite(rate)):
+                        fail(f"value or rate is not finite: {value!r}")
+                    value_col.fill(val)
+                    rate_col.fill(rate)
+                    return
+            elif type(value) is tuple and size == n:
+                fail(f"a {kind} input has no rate: give the value only")
+            else:
+                val, rate = value, None
+            a = parse(val, n, "value")
+            if kind == "quat":
+                a = a / np.linalg.norm(a, axis=1, keepdims=True)
+            elif kind in ("int", "bool"):
+                a = np.round(a) if kind == "int" else (a != 0).astype(np.float64)
+            value_view[:] = a
+            if size > n:
+                rate_view[:] = 0.0 if rate is None else parse(rate, size - n, "rate")
+
+        return write
+
+    # ------------------------------------------------------------ edits
+
+    def set_param(self, node_id, field, value):
+        """Change a node's field without re-planning (GraphError if the layout would change)."""
+        file = self.plan.file
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise GraphError("not a scheduled node of this plan", node_id, field, file)
+        data = node.model_dump()
+        if field not in data or field in ("id", "type"):
+            raise GraphError(f"unknown or fixed field {field!r}", node_id, field, file)
+        data[field] = value
+        try:
+            new = type(node).model_validate(data)
+        except Exception as e:  # pydantic ValidationError: first message
+            msg = e.errors()[0]["msg"] if hasattr(e, "errors") else str(e)
+            raise GraphError(msg, node_id, field, file) from None
+        if new.inputs() != node.inputs() or new.outputs() != node.outputs():
+            raise GraphError("this change alters the node's ports: compile the graph again", node_id, field, file)
+        i = self.plan.op(node_id)
+        a, b, s0, s1 = self.plan.ops[i, 4:8]
+        from .plan import _call
+
+        p = _call(new, "params", self.plan.ctx, file)
+        s = _call(new, "state", self.plan.ctx, file, 0.0)
+        if len(p) != b - a or len(s) != s1 - s0:
+            raise GraphError("this change alters the parameter or state layout: compile the graph again",
+                             node_id, field, file)
+        updates = []
+        for (nid, port), (off, kind) in self.plan.constants.items():
+            if nid == node_id and port == field:
+                if value is None:
+                    raise GraphError("the unlinked input would lose its value: compile the graph again",
+                                     node_id, field, file)
+                from .plan import _signal_block
+
+                updates.append((off, _signal_block(kind, getattr(new, field))))
+        self.par[a:b] = p
+        for off, block in updates:
+            self.sig[:, off:off + len(block)] = block
+        self.nodes[node_id] = new
+
+    def reset(self, time=0.0, characters=None):
+        """Set every node's state as at ``time`` seconds (scalar, or one per character) for the characters given (all)."""
+        rows = np.arange(self.batch) if characters is None else np.atleast_1d(np.asarray(characters))
+        times = np.broadcast_to(np.asarray(time, dtype=np.float64), rows.shape)
+        if not np.all(np.isfinite(times)):
+            raise GraphError(f"reset time is not finite: {time!r}", file=self.plan.file)
+        for t in np.unique(times):
+            self.st[rows[times == t]] = self.plan.state(float(t), self.nodes)
+
+    def teleport(self, pos_delta, rot_delta=None, characters=None):
+        """Move characters in the world: positions by ``pos_delta`` (m), turned by ``rot_delta`` about the root.
+
+        The world placement held by each pose output changes; it has no velocity, so
+        the next frame's velocities are unchanged (rotated by ``rot_delta`` only).
+        """
+        rows = np.arange(self.batch) if characters is None else np.atleast_1d(np.asarray(characters))
+        d = np.broadcast_to(np.asarray(pos_delta, dtype=np.float64), (len(rows), 3))
+        r = np.broadcast_to(np.asarray((1.0, 0.0, 0.0, 0.0) if rot_delta is None else rot_delta, np.float64),
+                            (len(rows), 4))
+        if not (np.all(np.isfinite(d)) and np.all(np.isfinite(r))):
+            raise GraphError("teleport is not finite", file=self.plan.file)
+        for kind, loc, so in self.plan.outputs.values():
+            if kind != "pose":
+                continue
+            for k, c in enumerate(rows):
+                pos, rot = tuple(self.st[c, so:so + 3]), tuple(self.st[c, so + 3:so + 7])
+                pivot = tuple(float(x) for x in self.pose[0][c, loc, 0])
+                turn = qnormalize(tuple(r[k]))
+                moved = qrot(turn, tuple(np.subtract(pos, pivot)))
+                self.st[c, so:so + 3] = np.add(np.add(moved, pivot), d[k])
+                self.st[c, so + 3:so + 7] = qnormalize(qmul(turn, rot))

@@ -1,0 +1,95 @@
+"""Constant: a fixed signal (rate 0), or a fixed local pose (zero velocities).
+
+A pose constant is the skeleton's rest pose (offsets, identity rotations, unit
+scales) or one frame of a clip asset.  Its values live in the parameters, so
+``Instance.set_param`` changes them without re-planning.
+"""
+
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field, model_validator
+
+from animgraph.errors import GraphError
+from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
+
+from .input import normalize_value, signal_value
+
+POSE, SIGNAL = 1.0, 0.0
+
+
+@njit(cache=True)
+def write_pose(par, out):
+    """Write pos/rot/scl rows from flat ``par`` into pose tuple ``out``, velocities zero."""
+    pos, rot, scl, vel, ang, svl = out
+    n = pos.shape[0]
+    for j in range(n):
+        for a in range(3):
+            pos[j, a] = par[3 * j + a]
+            scl[j, a] = par[7 * n + 3 * j + a]
+            vel[j, a] = 0.0
+            ang[j, a] = 0.0
+            svl[j, a] = 0.0
+        for a in range(4):
+            rot[j, a] = par[3 * n + 4 * j + a]
+
+
+@njit(cache=True)
+def run(ins, outs, par, st, pose, sig, db, dt):
+    if par[0] == POSE:
+        write_pose(par[1:], slot(pose, outs[0]))
+    else:
+        o = outs[0]
+        for i in range(par.shape[0] - 1):
+            sig[o + i] = par[1 + i]
+
+
+@register(run)
+class Constant(Node):
+    """A constant signal (rate 0) or a constant local pose (rest pose or a clip frame)."""
+
+    type: Literal["constant"] = "constant"
+    signal: Literal["scalar", "vec3", "quat", "int", "bool", "pose"] = "scalar"
+    value: bool | int | float | list[float] | None = Field(
+        None, description="the signal value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z]); none: zero/identity"
+    )
+    clip: str | None = Field(None, description="pose: clip asset to take a frame from; none: the rest pose")
+    frame: int = Field(0, ge=0, description="pose: frame index in the clip")
+
+    OUTPUTS = (Port("value", "any", "", "the constant ('pose' port, local, when signal is 'pose')"),)
+
+    @model_validator(mode="after")
+    def _check_value(self):
+        if self.signal == "pose":
+            if self.value is not None:
+                raise ValueError("a pose constant takes 'clip' and 'frame', not 'value'")
+        else:
+            if self.clip is not None or self.frame:
+                raise ValueError("'clip' and 'frame' are for signal 'pose' only")
+            if self.value is not None:
+                self.value = normalize_value(self.signal, self.value)
+        return self
+
+    def outputs(self):
+        if self.signal == "pose":
+            return (Port("pose", "pose", "local", "the constant local pose, zero velocities"),)
+        return (Port("value", self.signal, "", "the constant value, rate 0"),)
+
+    def params(self, ctx):
+        if self.signal != "pose":
+            full = np.zeros(SIGNAL_SIZE[self.signal])
+            value = signal_value(self.signal, self.value)
+            full[: len(value)] = value
+            return np.concatenate([[SIGNAL], full])
+        if self.clip is None:
+            pos = np.asarray(ctx.skeleton.offsets, np.float64)
+            rot = np.tile([1.0, 0.0, 0.0, 0.0], (len(pos), 1))
+            scl = np.ones_like(pos)
+        else:
+            rng = ctx.clip(self, "clip", self.clip)
+            if self.frame >= rng.frames:
+                raise GraphError(f"frame {self.frame} is past the clip's last frame {rng.frames - 1}", self.id, "frame")
+            clip = rng.clip
+            pos, rot, scl = clip.pos[self.frame], clip.rot[self.frame], clip.scl[self.frame]
+        return np.concatenate([[POSE], np.ravel(pos), np.ravel(rot), np.ravel(scl)]).astype(np.float64)

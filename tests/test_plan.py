@@ -1,0 +1,213 @@
+"""The planner: op table, pose slot liveness, signal and parameter layout, assets (no compiling)."""
+
+from typing import Literal
+
+import numpy as np
+import pytest
+
+import animgraph as ag
+from animgraph import graph as graph_mod
+from animgraph.executor import kinds
+from animgraph.node import REGISTRY, SIGNAL_SIZE, Node, Port, register
+from animgraph.plan import make_plan
+
+
+def graph(nodes, links, assets=None, file=None):
+    g = ag.Graph.from_dict(
+        {"format": "animgraph.graph", "version": 1, "assets": {"walk": "animgraph:walk"} if assets is None else assets,
+         "nodes": nodes, "links": links},
+        file=file,
+    )
+    return g
+
+
+def chain(*types):
+    """rest -> types... -> out, linked by their pose ports."""
+    nodes = [{"id": "rest", "type": "constant", "signal": "pose"}]
+    nodes += [{"id": f"n{i}", "type": t} for i, t in enumerate(types)]
+    nodes.append({"id": "out", "type": "output"})
+    ids = [n["id"] for n in nodes]
+    return nodes, [[f"{a}.pose", f"{b}.pose"] for a, b in zip(ids, ids[1:])]
+
+
+def rows(plan):
+    """(node id, input locators, output locators) per op."""
+    return [(nid, list(plan.io[r[1]:r[2]]), list(plan.io[r[2]:r[3]])) for nid, r in zip(plan.order, plan.ops)]
+
+
+def check_liveness(plan):
+    """Every pose input reads the slot its source wrote, unclobbered since; outputs' slots are never rewritten."""
+    written = {}  # slot -> (node, port) whose value it holds
+    pinned = {loc for kind, loc, _ in plan.outputs.values() if kind == "pose"}
+    for nid, ins, outs in rows(plan):
+        node = plan.nodes[nid]
+        in_ports, out_ports = node.inputs(), node.outputs()
+        for port, loc in zip(in_ports, ins):
+            src = plan.checked.feeds.get((nid, port.name))
+            if port.signal == "pose" and src is not None:
+                assert written[loc] == src, f"{nid}.{port.name} reads slot {loc} holding {written[loc]}, not {src}"
+        for port, loc in zip(out_ports, outs):
+            if port.signal == "pose":
+                assert loc not in [i for p, i in zip(in_ports, ins) if p.signal == "pose"], "op writes a slot it reads"
+                if loc in pinned:
+                    assert written.get(loc, (None,))[0] not in plan.outputs, f"output slot {loc} rewritten by {nid}"
+                written[loc] = (nid, port.name)
+
+
+def test_chain_reuses_two_slots_and_pins_the_output():
+    plan = make_plan(graph(*chain("fk", "bk", "fk", "bk", "fk", "bk")))
+    check_liveness(plan)
+    assert plan.n_slots == 2, "two slots ping-pong; the output takes the one its input no longer needs"
+    assert [ag.executor.kinds()[k] for k in plan.ops[:, 0]] == ["constant"] + ["fk", "bk"] * 3 + ["output"]
+
+
+def test_fan_out_liveness():
+    nodes = [
+        {"id": "rest", "type": "constant", "signal": "pose"},
+        {"id": "frame", "type": "constant", "signal": "pose", "clip": "walk", "frame": 5},
+        {"id": "fk1", "type": "fk"}, {"id": "fk2", "type": "fk"},
+        {"id": "bk1", "type": "bk"}, {"id": "bk2", "type": "bk"},
+        {"id": "o1", "type": "output"}, {"id": "o2", "type": "output"}, {"id": "o3", "type": "output"},
+        {"id": "o4", "type": "output"},
+    ]
+    links = [["rest.pose", "fk1.pose"], ["frame.pose", "fk2.pose"], ["fk1.pose", "bk1.pose"], ["fk2.pose", "bk2.pose"],
+             ["fk1.pose", "o1.pose"], ["bk2.pose", "o2.pose"], ["rest.pose", "o3.pose"], ["bk1.pose", "o4.pose"]]
+    plan = make_plan(graph(nodes, links))
+    check_liveness(plan)
+    results = [loc for kind, loc, _ in plan.outputs.values()]
+    assert len(set(results)) == len(results) == 4
+
+
+def test_op_ranges_tile_params_and_state():
+    nodes, links = chain("fk")
+    nodes.append({"id": "w", "type": "input", "signal": "vec3", "default": [1, 2, 3]})
+    nodes.append({"id": "wo", "type": "output", "signal": "vec3"})
+    links.append(["w.value", "wo.value"])
+    plan = make_plan(graph(nodes, links))
+    assert plan.ops[0, 4] == 0 and plan.ops[-1, 5] == len(plan.par)
+    assert np.all(plan.ops[1:, 4] == plan.ops[:-1, 5]) and np.all(plan.ops[1:, 6] == plan.ops[:-1, 7])
+    assert plan.ops[-1, 7] == plan.n_state
+    for nid, r in zip(plan.order, plan.ops):
+        np.testing.assert_array_equal(plan.par[r[4]:r[5]], plan.nodes[nid].params(plan.ctx))
+    off, kind = plan.inputs["w"]
+    assert kind == "vec3"
+    np.testing.assert_array_equal(plan.sig_init[off:off + SIGNAL_SIZE["vec3"]], [1, 2, 3, 0, 0, 0])
+    # The executor's table holds the same op rows, locators and parents.
+    t = plan.table
+    n, ops_at, io_at, parents_at = t[:4]
+    np.testing.assert_array_equal(t[ops_at:ops_at + 8 * n].reshape(n, 8), plan.ops)
+    np.testing.assert_array_equal(t[io_at:parents_at], plan.io)
+    np.testing.assert_array_equal(t[parents_at:], plan.skeleton.parents)
+
+
+def test_assets_share_one_frame_array(tmp_path):
+    skel, walk = ag.data.load("walk")
+    _, jog = ag.data.load("jog")
+    short = ag.Clip(skel, walk.pos[:7], walk.rot[:7], dt=1 / 30)
+    ag.save_bvh(tmp_path / "short.bvh", skel, short)
+    g = graph(*chain(), assets={"walk": "animgraph:walk", "jog": "animgraph:jog", "short": "short.bvh"},
+              file=tmp_path / "g.json")
+    plan = make_plan(g)
+    r = plan.clips
+    assert (r["walk"].start, r["walk"].frames) == (0, walk.frames)
+    assert (r["jog"].start, r["jog"].frames) == (walk.frames, jog.frames)
+    assert r["short"].start == walk.frames + jog.frames and r["short"].frames == 7
+    assert r["short"].dt == pytest.approx(1 / 30)
+    pos, rot, scl, parents = plan.db
+    assert pos.dtype == np.float32 and pos.shape == (walk.frames + jog.frames + 7, len(skel), 3)
+    np.testing.assert_array_equal(rot[r["jog"].start:r["jog"].start + jog.frames], jog.rot)
+    np.testing.assert_allclose(pos[r["short"].start:], walk.pos[:7], atol=1e-4)  # BVH text round trip
+    assert parents.dtype == np.int64
+    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([pos.ravel(), rot.ravel(), scl.ravel()]))
+
+
+def test_missing_asset_file_names_the_node_using_it(tmp_path):
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "run", "frame": 2},
+             {"id": "out", "type": "output"}]
+    g = graph(nodes, [["frame.pose", "out.pose"]], assets={"run": "clips/run.bvh"}, file=tmp_path / "g.json")
+    with pytest.raises(ag.GraphError) as info:
+        make_plan(g)
+    err = info.value
+    assert (err.node, err.port) == ("frame", "clip")
+    assert "file not found" in str(err) and "run.bvh" in str(err) and "g.json" in str(err)
+
+
+def test_unknown_bundled_clip():
+    g = graph(*chain(), assets={"walk": "animgraph:moonwalk"})
+    with pytest.raises(ag.GraphError, match="no bundled clip 'moonwalk'"):
+        make_plan(g)
+
+
+def test_unknown_asset_names_node_and_field():
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "nope"}, {"id": "out", "type": "output"}]
+    with pytest.raises(ag.GraphError) as info:
+        make_plan(graph(nodes, [["frame.pose", "out.pose"]]))
+    assert (info.value.node, info.value.port) == ("frame", "clip")
+    assert "unknown clip asset 'nope'" in str(info.value)
+
+
+def test_assets_must_share_a_skeleton():
+    skel, walk = ag.data.load("walk")
+    small = ag.Skeleton(["a", "b"], [-1, 0], np.zeros((2, 3)))
+    other = ag.Clip(small, np.zeros((3, 2, 3)), np.tile([1.0, 0, 0, 0], (3, 2, 1)))
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "other"}, {"id": "out", "type": "output"}]
+    with pytest.raises(ag.GraphError, match="different skeleton") as info:
+        make_plan(graph(nodes, [["frame.pose", "out.pose"]]), assets={"other": other})
+    assert info.value.node == "frame"
+
+
+def test_pose_graph_needs_a_skeleton():
+    with pytest.raises(ag.GraphError, match="no skeleton"):
+        make_plan(graph(*chain("fk"), assets={}))
+
+
+def test_frame_past_the_clip_end():
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "walk", "frame": 10**6},
+             {"id": "out", "type": "output"}]
+    with pytest.raises(ag.GraphError) as info:
+        make_plan(graph(nodes, [["frame.pose", "out.pose"]]))
+    assert (info.value.node, info.value.port) == ("frame", "frame")
+
+
+# ---------------------------------------------------------------- constant signals from fields
+
+
+def _probe_kernel(ins, outs, par, st, pose, sig, db, dt):
+    pass
+
+
+@pytest.fixture
+def probe():
+    """A test-only node type with a signal input backed by a field of the same name (never compiled)."""
+
+    @register(_probe_kernel)
+    class Probe(Node):
+        type: Literal["plan_probe"] = "plan_probe"
+        gain: float | None = 1.5
+        aim: list[float] | None = None
+        INPUTS = (Port("pose", "pose", "any"), Port("gain", "scalar", "", "", True),
+                  Port("aim", "vec3", "", "", True))
+        OUTPUTS = (Port("pose", "pose", "any"),)
+
+    graph_mod.sync_registry()
+    yield
+    REGISTRY.pop("plan_probe")
+    graph_mod.sync_registry()
+
+
+def test_unlinked_signal_inputs_take_the_field_value(probe):
+    nodes, links = chain()
+    nodes.insert(1, {"id": "p", "type": "plan_probe", "gain": 0.25})
+    nodes.insert(1, {"id": "q", "type": "plan_probe", "aim": [1, 2, 3]})
+    nodes.insert(1, {"id": "k", "type": "constant", "signal": "scalar", "value": 4})
+    links = [["rest.pose", "p.pose"], ["p.pose", "q.pose"], ["q.pose", "out.pose"], ["k.value", "q.gain"]]
+    plan = make_plan(graph(nodes, links))
+    (_, p_ins, _), (_, q_ins, _) = [r for r in rows(plan) if r[0] in ("p", "q")]
+    off, kind = plan.constants[("p", "gain")]
+    assert p_ins[1] == off and kind == "scalar"
+    np.testing.assert_array_equal(plan.sig_init[off:off + 2], [0.25, 0.0])
+    assert p_ins[2] == -1, "a None field leaves the input unlinked"
+    off, _ = plan.constants[("q", "aim")]
+    np.testing.assert_array_equal(plan.sig_init[off:off + 6], [1, 2, 3, 0, 0, 0])
+    assert ("q", "gain") not in plan.constants, "a linked input takes its link"
+    assert plan.ops[:, 0].tolist().count(kinds().index("plan_probe")) == 2

@@ -1,0 +1,321 @@
+"""The compiled executor and the runtime: against ag.ops composed by hand, batches, inputs, edits,
+reset and teleport.  Every test shares one compiled executor (animgraph.executor.load caches it)."""
+
+import numpy as np
+import pytest
+
+import animgraph as ag
+from animgraph import executor
+from animgraph.maths import qmul, qrot
+
+DT = 1 / 60
+
+
+def graph(nodes, links, assets=None):
+    return ag.Graph.from_dict({"format": "animgraph.graph", "version": 1,
+                               "assets": {"walk": "animgraph:walk", "jog": "animgraph:jog"} if assets is None else assets,
+                               "nodes": nodes, "links": links})
+
+
+@pytest.fixture(scope="module")
+def clips():
+    skel, walk = ag.data.load("walk")
+    _, jog = ag.data.load("jog")
+    return skel, walk, jog
+
+
+def frozen(out):
+    """A copy of step()'s outputs (they are views rewritten by the next step)."""
+    return {k: v.copy() for k, v in out.items()}
+
+
+def assert_pose(a, b, atol, fields=("pos", "rot", "scl", "vel", "ang", "svl")):
+    for f in fields:
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), atol=atol, rtol=0, err_msg=f)
+
+
+# Input time -> sample walk, input time -> sample jog, blend by input alpha, FK; local and global outputs.
+BLEND_NODES = [
+    {"id": "t", "type": "input", "signal": "scalar"},
+    {"id": "alpha", "type": "input", "signal": "scalar", "default": 0.3},
+    {"id": "walk", "type": "sample", "clip": "walk"},
+    {"id": "jog", "type": "sample", "clip": "jog"},
+    {"id": "mix", "type": "blend"},
+    {"id": "fk", "type": "fk"},
+    {"id": "local", "type": "output"},
+    {"id": "glob", "type": "output"},
+    {"id": "a_out", "type": "output", "signal": "scalar"},
+]
+BLEND_LINKS = [["t.value", "walk.time"], ["t.value", "jog.time"], ["walk.pose", "mix.a"], ["jog.pose", "mix.b"],
+               ["alpha.value", "mix.alpha"], ["mix.pose", "fk.pose"], ["mix.pose", "local.pose"],
+               ["fk.pose", "glob.pose"], ["alpha.value", "a_out.value"]]
+
+
+def blend_by_hand(skel, walk, jog, t, t_rate, alpha, alpha_rate):
+    a = ag.ops.sample(walk, t, mode="cubic", loop=True, rate=t_rate)
+    b = ag.ops.sample(jog, t, mode="cubic", loop=True, rate=t_rate)
+    local = ag.ops.blend(a, b, alpha, alpha_rate)
+    return local, ag.ops.fk(local, skel.parents)
+
+
+# ---------------------------------------------------------------- against ag.ops
+
+
+def test_fk_bk_match_ops(clips):
+    skel, walk, _ = clips
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "walk", "frame": 40},
+             {"id": "fk", "type": "fk"}, {"id": "bk", "type": "bk"},
+             {"id": "glob", "type": "output"}, {"id": "back", "type": "output"}]
+    links = [["frame.pose", "fk.pose"], ["fk.pose", "bk.pose"], ["fk.pose", "glob.pose"], ["bk.pose", "back.pose"]]
+    out = ag.compile(graph(nodes, links)).instance().step(DT)
+    local = ag.Pose(walk.pos[40], walk.rot[40], walk.scl[40])
+    glob = ag.ops.fk(local, skel.parents)
+    assert_pose(out["glob"], glob, atol=0)  # the same kernels on the same float32 data
+    assert_pose(out["back"], ag.ops.bk(glob, skel.parents), atol=0)
+
+
+def test_sample_blend_fk_match_ops(clips):
+    skel, walk, jog = clips
+    inst = ag.compile(graph(BLEND_NODES, BLEND_LINKS)).instance()
+    for t, alpha, alpha_rate in [(0.0, 0.3, 0.0), (0.51, 0.8, -1.5), (3.7, 0.05, 2.0)]:
+        out = inst.step(DT, {"t": (t, 1.0), "alpha": (alpha, alpha_rate)})
+        local, glob = blend_by_hand(skel, walk, jog, t, 1.0, alpha, alpha_rate)
+        assert_pose(out["local"], local, atol=1e-6)
+        assert_pose(out["glob"], glob, atol=1e-5)
+        np.testing.assert_array_equal(out["a_out"], [alpha, alpha_rate])
+
+
+# ---------------------------------------------------------------- batches
+
+
+def test_batch_of_64_matches_single_runs(clips):
+    plan1 = ag.compile(graph(BLEND_NODES, BLEND_LINKS), batch=1)
+    plan64 = ag.compile(graph(BLEND_NODES, BLEND_LINKS), batch=64)
+    many = plan64.instance()
+    assert many._run is not None
+    one = plan1.instance()
+    for frame in range(3):
+        t = 0.2 + frame * DT
+        ref = frozen(one.step(DT, {"t": (t, 1.0), "alpha": 0.6}))
+        out = many.step(DT, {"t": (t, 1.0), "alpha": 0.6})
+        for k in ("local", "glob"):
+            for f in ("pos", "rot", "vel", "ang"):
+                np.testing.assert_array_equal(getattr(out[k], f), np.broadcast_to(getattr(ref[k], f), (64,) +
+                                              getattr(ref[k], f).shape))
+    # Different inputs per character: each matches its own single run.
+    rng = np.random.default_rng(4)
+    ts, rates, alphas = rng.uniform(0, 2, 64), rng.uniform(0.5, 1.5, 64), rng.uniform(0, 1, 64)
+    out = frozen(many.step(DT, {"t": (ts, rates), "alpha": alphas}))
+    assert out["glob"].pos.shape == (64, len(clips[0]), 3) and out["a_out"].shape == (64, 2)
+    for c in range(0, 64, 9):
+        ref = one.step(DT, {"t": (float(ts[c]), float(rates[c])), "alpha": float(alphas[c])})
+        for k in ("local", "glob"):
+            assert_pose(out[k][c], ref[k], atol=0)
+
+
+def test_own_clock_state_is_per_character(clips):
+    nodes = [{"id": "walk", "type": "sample", "clip": "walk"}, {"id": "fk", "type": "fk"}, {"id": "out", "type": "output"}]
+    links = [["walk.pose", "fk.pose"], ["fk.pose", "out.pose"]]
+    many = ag.compile(graph(nodes, links), batch=5).instance()
+    times = np.array([0.0, 0.4, 1.1, 2.0, 2.3])
+    many.reset(times)
+    one = ag.compile(graph(nodes, links)).instance()
+    for _ in range(2):
+        out = frozen(many.step(DT))
+    for c, t in enumerate(times):
+        one.reset(t)
+        one.step(DT)
+        assert_pose(out["out"][c], one.step(DT)["out"], atol=0)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+@pytest.fixture(scope="module")
+def signals():
+    nodes = [{"id": "w", "type": "input"}, {"id": "n", "type": "input", "signal": "int", "default": 3},
+             {"id": "v", "type": "input", "signal": "vec3"}, {"id": "q", "type": "input", "signal": "quat"},
+             {"id": "b", "type": "input", "signal": "bool"},
+             {"id": "wo", "type": "output", "signal": "scalar"}, {"id": "no", "type": "output", "signal": "int"},
+             {"id": "vo", "type": "output", "signal": "vec3"}, {"id": "qo", "type": "output", "signal": "quat"},
+             {"id": "bo", "type": "output", "signal": "bool"}]
+    links = [["w.value", "wo.value"], ["n.value", "no.value"], ["v.value", "vo.value"], ["q.value", "qo.value"],
+             ["b.value", "bo.value"]]
+    return graph(nodes, links, assets={})
+
+
+def test_signal_inputs_reach_outputs(signals):
+    inst = ag.compile(signals).instance()
+    out = inst.step(DT)
+    np.testing.assert_array_equal(out["wo"], [0, 0])
+    np.testing.assert_array_equal(out["no"], [3])
+    np.testing.assert_array_equal(out["qo"], [1, 0, 0, 0, 0, 0, 0])
+    out = inst.step(DT, {"w": (0.5, -2.0), "v": ([1, 2, 3], [4, 5, 6]), "q": [0, 0, 2, 0], "b": True, "n": 7})
+    np.testing.assert_array_equal(out["wo"], [0.5, -2.0])
+    np.testing.assert_array_equal(out["vo"], [1, 2, 3, 4, 5, 6])
+    np.testing.assert_array_equal(out["qo"], [0, 0, 1, 0, 0, 0, 0])
+    np.testing.assert_array_equal(out["bo"], [1])
+    np.testing.assert_array_equal(out["no"], [7])
+    out = inst.step(DT, {"w": 0.25})
+    np.testing.assert_array_equal(out["wo"], [0.25, 0.0]), "a value without a rate has rate 0"
+    np.testing.assert_array_equal(inst.step(DT)["wo"], [0.25, 0.0]), "inputs are sticky"
+
+
+def test_signal_inputs_per_character(signals):
+    inst = ag.compile(signals, batch=3).instance()
+    out = inst.step(DT, {"w": ([1.0, 2.0, 3.0], 0.5), "v": np.arange(9.0).reshape(3, 3)})
+    np.testing.assert_array_equal(out["wo"], [[1, 0.5], [2, 0.5], [3, 0.5]])
+    np.testing.assert_array_equal(out["vo"][:, :3], np.arange(9.0).reshape(3, 3))
+    np.testing.assert_array_equal(out["vo"][:, 3:], 0)
+
+
+@pytest.mark.parametrize(
+    "inputs, words",
+    [
+        ({"w": float("nan")}, "not finite"),
+        ({"w": (0.5, float("inf"))}, "not finite"),
+        ({"v": [1.0, float("nan"), 0.0]}, "not finite"),
+        ({"w": np.array([0.1, np.nan, 0.2])}, "not finite"),
+        ({"v": [1.0, 2.0]}, "shape"),
+        ({"w": np.zeros(4)}, "shape"),
+        ({"n": (1, 2)}, "no rate"),
+    ],
+)
+def test_bad_inputs_name_the_input(signals, inputs, words):
+    inst = ag.compile(signals, batch=3).instance()
+    with pytest.raises(ag.GraphError, match=words) as info:
+        inst.step(DT, inputs)
+    assert info.value.node == next(iter(inputs))
+
+
+def test_unknown_input_and_bad_dt(signals):
+    inst = ag.compile(signals).instance()
+    with pytest.raises(ag.GraphError, match=r"unknown input 'x' \(inputs: b, n, q, v, w\)"):
+        inst.step(DT, {"x": 1.0})
+    with pytest.raises(ag.GraphError, match="dt"):
+        inst.step(float("nan"))
+
+
+# ---------------------------------------------------------------- edits
+
+
+def test_set_param_without_re_planning(clips):
+    skel, walk, jog = clips
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "walk", "frame": 3},
+             {"id": "other", "type": "constant", "signal": "pose", "clip": "jog", "frame": 9},
+             {"id": "mix", "type": "blend", "alpha": 0.25}, {"id": "out", "type": "output"}]
+    links = [["frame.pose", "mix.a"], ["other.pose", "mix.b"], ["mix.pose", "out.pose"]]
+    plan = ag.compile(graph(nodes, links))
+    inst = plan.instance()
+    table = plan.table.copy()
+
+    def pose(clip, f):
+        return ag.Pose(clip.pos[f], clip.rot[f], clip.scl[f])
+
+    assert_pose(inst.step(DT)["out"], ag.ops.blend(pose(walk, 3), pose(jog, 9), 0.25), atol=1e-6)
+    inst.set_param("frame", "frame", 100)
+    inst.set_param("mix", "alpha", 0.75)  # an unlinked input fed by its field
+    assert_pose(inst.step(DT)["out"], ag.ops.blend(pose(walk, 100), pose(jog, 9), 0.75), atol=1e-6)
+    np.testing.assert_array_equal(plan.table, table)
+    with pytest.raises(ag.GraphError, match="ports") as info:
+        inst.set_param("out", "signal", "scalar")
+    assert (info.value.node, info.value.port) == ("out", "signal")
+    with pytest.raises(ag.GraphError, match="for signal 'pose' only"):
+        inst.set_param("frame", "signal", "scalar")
+    with pytest.raises(ag.GraphError, match="greater than or equal to 0"):
+        inst.set_param("frame", "frame", -1)
+    with pytest.raises(ag.GraphError, match="past the clip"):
+        inst.set_param("frame", "frame", 10**6)
+    assert_pose(inst.step(DT)["out"], ag.ops.blend(pose(walk, 100), pose(jog, 9), 0.75), atol=1e-6)
+    other = plan.instance()
+    assert_pose(other.step(DT)["out"], ag.ops.blend(pose(walk, 3), pose(jog, 9), 0.25), atol=1e-6)
+
+
+# ---------------------------------------------------------------- reset and teleport
+
+CLOCK_NODES = [{"id": "walk", "type": "sample", "clip": "walk"}, {"id": "fk", "type": "fk"},
+               {"id": "local", "type": "output"}, {"id": "glob", "type": "output"}]
+CLOCK_LINKS = [["walk.pose", "fk.pose"], ["walk.pose", "local.pose"], ["fk.pose", "glob.pose"]]
+
+
+def test_reset_gives_the_velocities_of_a_continuous_run():
+    plan = ag.compile(graph(CLOCK_NODES, CLOCK_LINKS))
+    run, jump = plan.instance(), plan.instance()
+    for _ in range(75):  # through the walk's loop point (2.48 s) would take longer; 75 frames is 1.25 s
+        run.step(DT)
+    jump.step(DT)
+    jump.reset(time=75 * DT)
+    a, b = frozen(run.step(DT)), jump.step(DT)
+    for k in ("local", "glob"):
+        assert_pose(a[k], b[k], atol=1e-5)  # the clocks differ by float rounding of 75 additions only
+    assert np.abs(b["glob"].vel).max() > 0.5, "a walking pose moves"
+
+
+def test_teleport_translation_moves_positions_keeps_velocities():
+    plan = ag.compile(graph(CLOCK_NODES, CLOCK_LINKS), batch=3)
+    moved, still = plan.instance(), plan.instance()
+    for _ in range(10):
+        moved.step(DT), still.step(DT)
+    delta = np.array([1.5, 0.0, -4.0])
+    moved.teleport(delta, characters=[1])
+    a, b = frozen(moved.step(DT)), still.step(DT)
+    for k in ("local", "glob"):
+        for c in (0, 2):
+            assert_pose(a[k][c], b[k][c], atol=0)
+        for f in ("rot", "scl", "vel", "ang", "svl"):
+            np.testing.assert_array_equal(getattr(a[k], f)[1], getattr(b[k], f)[1], err_msg=f)
+    np.testing.assert_allclose(a["glob"].pos[1] - b["glob"].pos[1], np.broadcast_to(delta, b["glob"].pos[1].shape),
+                               atol=1e-5)
+    np.testing.assert_allclose(a["local"].pos[1, 0] - b["local"].pos[1, 0], delta, atol=1e-5)
+    np.testing.assert_array_equal(a["local"].pos[1, 1:], b["local"].pos[1, 1:])
+
+
+def test_teleport_rotation_turns_about_the_root():
+    plan = ag.compile(graph(CLOCK_NODES, CLOCK_LINKS))
+    moved, still = plan.instance(), plan.instance()
+    for _ in range(10):
+        last = moved.step(DT)
+        still.step(DT)
+    pivot = last["glob"].pos[0].astype(np.float64)
+    half = np.pi / 6
+    turn = (np.cos(half), 0.0, np.sin(half), 0.0)  # 60 degrees about +Y
+    delta = np.array([0.0, 0.0, 2.0])
+    moved.teleport(delta, turn)
+    a, b = frozen(moved.step(DT)), still.step(DT)
+    for j in range(len(b["glob"].pos)):
+        want = np.add(qrot(turn, tuple(b["glob"].pos[j] - pivot)), pivot + delta)
+        np.testing.assert_allclose(a["glob"].pos[j], want, atol=1e-5)
+        np.testing.assert_allclose(a["glob"].vel[j], qrot(turn, tuple(b["glob"].vel[j].astype(float))), atol=1e-5)
+        np.testing.assert_allclose(a["glob"].ang[j], qrot(turn, tuple(b["glob"].ang[j].astype(float))), atol=1e-5)
+        q = qmul(turn, tuple(b["glob"].rot[j].astype(float)))
+        assert abs(abs(np.dot(q, a["glob"].rot[j])) - 1) < 1e-6
+    # The next frame after that: still no spike, velocities stay those of the turned unmoved pose.
+    a, b = frozen(moved.step(DT)), still.step(DT)
+    np.testing.assert_allclose(a["glob"].vel[0], qrot(turn, tuple(b["glob"].vel[0].astype(float))), atol=1e-5)
+
+
+# ---------------------------------------------------------------- the executor module
+
+
+def test_executor_source_and_cache():
+    module = executor.load()
+    assert executor.load() is module, "generated and imported once per process"
+    names = executor.kinds()
+    assert module.KINDS == names
+    text = executor.source(names)
+    for i, name in enumerate(names):
+        assert f"kind == {i}:  # {name}" in text
+    assert module.PATH.read_text() == text and module.PATH.name == f"executor_{module.KEY}.py"
+    assert not list(module.PATH.parent.glob("*.tmp"))
+    assert executor.source(names[:-1]) != text
+
+
+def test_write_once_is_atomic_and_idempotent(tmp_path):
+    path = tmp_path / "x" / "executor_k.py"
+    executor._write_once(path, "a = 1\n")
+    stamp = path.stat().st_mtime_ns
+    executor._write_once(path, "a = 1\n")
+    assert path.stat().st_mtime_ns == stamp, "an identical file is left alone (numba's cache stays valid)"
+    executor._write_once(path, "a = 2\n")
+    assert path.read_text() == "a = 2\n"
+    assert [p.name for p in path.parent.iterdir()] == ["executor_k.py"]
