@@ -7,6 +7,7 @@ from animgraph.nodes.bk import bk
 from animgraph.nodes.fk import fk
 from animgraph.nodes.dead_blend import DeadBlender
 from animgraph.nodes.inertialize import Inertializer
+from animgraph.nodes.tracking_spring import TrackingSpring
 from animgraph.nodes.additive import additive, difference
 from animgraph.nodes.blend import blend
 from animgraph.nodes.sample import sample
@@ -16,6 +17,6 @@ from animgraph.nodes.look_at import look_at
 from animgraph.nodes.two_bone_ik import two_bone_ik
 
 __all__ = ["fk", "bk"]
-__all__ += ["Inertializer", "DeadBlender"]
+__all__ += ["Inertializer", "DeadBlender", "TrackingSpring"]
 __all__ += ["sample", "blend", "additive", "difference", "select"]
 __all__ += ["look_at", "two_bone_ik", "FootLock"]
