@@ -30,7 +30,6 @@ from animgraph.decay import decay3, spring_weights
 from animgraph.errors import GraphError
 from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vlen, vsub
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
 
 from .two_bone_ik import Axis, apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
 from .two_bone_ik import set_global_rotation, skeleton_parents

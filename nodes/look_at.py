@@ -24,15 +24,15 @@ from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vcross, vle
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose
 
-from .two_bone_ik import check_axis, copy_pose, joint_global, joint_index, per_item, set_global_rotation, skeleton_parents
-from .two_bone_ik import weighted_rotation
+from .two_bone_ik import check_axis, copy_pose, joint_global, joint_index, per_item, set_global_rotation
+from .two_bone_ik import skeleton_parents, weighted_rotation
 
 TINY = 1e-9
 
 
 @njit(cache=True)
 def look_at_delta(g, fwd, tpos, tvel, w, dw):
-    """Global rotation delta (quat) and its angular velocity (rad/s) turning forward axis ``fwd`` of ``g`` to the target."""
+    """Global rotation delta and its angular velocity (rad/s) turning axis ``fwd`` of kineform ``g`` to the target."""
     u_raw = qrot(g[1], fwd)
     d_raw = vsub(tpos, g[0])
     if vlen(u_raw) < TINY or vlen(d_raw) < TINY:

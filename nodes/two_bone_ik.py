@@ -1,21 +1,24 @@
 """Two-bone IK: rotate a root and a mid joint so the end joint reaches a moving target.
 
-Analytic, in model space, with the exact time derivative of every step (float64):
+Analytic, in model space, with the exact time derivative of every step (float64).
+With root ``a``, mid ``b``, end ``c`` (global) and target ``t``:
 
 - reach ``L = |t - a|`` is clamped to ``|l_ab - l_bc| + 0.001 M`` below and softly (C2)
   above: exact up to ``0.99 M``, never beyond ``0.999 M`` (``M = l_ab + l_bc``), so the
   chain never straightens into its singular point and velocities stay smooth;
-- the knee bends in the current chain plane, about ``n = (b - a) x (c - b)/|...|``, by
-  ``beta0 - beta1``: ``beta0 = atan2(|n_raw|, -(b-a).(c-b))`` the current interior angle,
-  ``cos beta1 = (l_ab^2 + l_bc^2 - L^2) / (2 l_ab l_bc)`` the wanted one;
-- the root then swings the moved end onto the target: ``qbetween(c1 - a, t - a)``.
+- the interior angle at the knee that gives ``L``: ``cos beta = (l_ab^2 + l_bc^2 - L^2) / (2 l_ab l_bc)``;
+- the bend direction ``m``: the lower bone's part normal to the upper bone (the current
+  knee's plane), plus 1 % of ``hinge x (b - a)`` so a straight chain (common in motion
+  capture: locked knees) still has a plane, the mid joint's ``hinge`` axis;
+- knee: ``qbetween(c - b, l_bc (-cos beta u + sin beta m))``, ``u`` along ``b - a``;
+- root: ``qbetween(c1 - a, t - a)`` swings the moved end ``c1`` onto the target line.
 
 Angular velocities come from the derivatives of these formulas (``vnormalize_dx``,
-``qbetween_dx``, the exp map's Jacobian), so they equal a central finite difference.
+``qbetween_dx``, the exp map's Jacobians), so they equal a central finite difference.
 A weight ``w`` (with rate ``dw``) scales both rotation vectors.  The deltas are applied
 on the global side and brought back to the local rotations with ``kdiv``.
-Degenerate cases are defined: a straight input chain bends about the mid joint's x
-axis; a target at the root keeps the swing; zero-length bones leave the pose as is.
+Degenerate cases are defined: a target at the root keeps the knee turn and skips the
+swing; zero-length bones leave the pose as is.
 """
 
 import math

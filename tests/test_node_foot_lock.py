@@ -111,7 +111,8 @@ def test_lock_blends_in_by_halflife_to_foot_height():
         decay = (1 + y * t) * math.exp(-y * t)
         want = height + (toe[1] - height) * decay
         np.testing.assert_allclose(lock.locked_pos, [toe[0], want, toe[2]], atol=1e-6)
-        np.testing.assert_allclose(lock.locked_vel, [0, -(toe[1] - height) * y * y * t * math.exp(-y * t), 0], atol=1e-6)
+        rate = -(toe[1] - height) * y * y * t * math.exp(-y * t)
+        np.testing.assert_allclose(lock.locked_vel, [0, rate, 0], atol=1e-6)
         # The IK puts the toe on the lock.
         np.testing.assert_allclose(ag.ops.fk(out, LEG_PARENTS).pos[4], lock.locked_pos, atol=2e-6)
     # Contact ends: the lock position blends back to the animated toe the same way.

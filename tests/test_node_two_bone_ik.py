@@ -26,7 +26,8 @@ FD_TOL = 1e-4  # relative, float64 (measured ~1e-6 typical; the IK near full rea
 def pose64(pos, rot, vel, ang):
     """A float64 local pose tuple (pos, rot, scl, vel, ang, svl) with unit scales."""
     pos = np.array(pos, float)
-    return (pos, np.array(rot, float), np.ones_like(pos), np.array(vel, float), np.array(ang, float), np.zeros_like(pos))
+    rot, vel, ang = (np.array(a, float) for a in (rot, vel, ang))
+    return (pos, rot, np.ones_like(pos), vel, ang, np.zeros_like(pos))
 
 
 def straight_motion(pos, rot, vel, ang):
