@@ -282,11 +282,15 @@ def qslerp(a, b, t):
 
 @njit(cache=True)
 def qbetween(a, b):
-    """Shortest rotation taking the direction of ``a`` to the direction of ``b``."""
+    """Shortest rotation taking the direction of ``a`` to the direction of ``b`` (identity if either is zero)."""
+    la = vlen(a)
+    lb = vlen(b)
+    if la < EPS or lb < EPS:
+        return (1.0, 0.0, 0.0, 0.0)  # no direction to turn towards
     c = vcross(a, b)
-    w = vdot(a, b) + vlen(a) * vlen(b)
-    if w < 1e-10 * (1.0 + vdot(a, a) + vdot(b, b)):
-        # Opposite (or zero) vectors: turn half way round any axis normal to a.
+    w = vdot(a, b) + la * lb
+    if w < 1e-10 * la * lb:
+        # Opposite vectors: turn half way round any axis normal to a.
         ax = vcross(a, (1.0, 0.0, 0.0))
         if vdot(ax, ax) < 1e-12 * (1.0 + vdot(a, a)):
             ax = vcross(a, (0.0, 1.0, 0.0))
@@ -316,7 +320,7 @@ def qbetween_dx(a, da, b, db):
     la = vlen(a)
     lb = vlen(b)
     w = vdot(a, b) + la * lb
-    if w < 1e-10 * (1.0 + vdot(a, a) + vdot(b, b)):
+    if la < EPS or lb < EPS or w < 1e-10 * la * lb:
         return (0.0, 0.0, 0.0)
     c = vcross(a, b)
     raw = (w, c[0], c[1], c[2])

@@ -55,8 +55,9 @@ def test_degenerate_vectors_give_no_nan():
     assert m.vnormalize(z) == z
     assert m.vnormalize_dx(z, (1.0, 2.0, 3.0)) == z
     assert m.qnormalize((0.0, 0.0, 0.0, 0.0)) == (1.0, 0.0, 0.0, 0.0)
-    assert m.qbetween(z, (1.0, 0.0, 0.0)) is not None
-    assert np.all(np.isfinite(m.qbetween(z, z)))
+    assert m.qbetween(z, (1.0, 0.0, 0.0)) == (1.0, 0.0, 0.0, 0.0)
+    assert m.qbetween((0.0, 2.0, 0.0), z) == (1.0, 0.0, 0.0, 0.0)
+    assert m.qbetween_dx(z, (1.0, 0, 0), (0, 1.0, 0), (0, 0, 1.0)) == z
     q = m.qbetween((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0))
     assert close(m.qrot(q, (1.0, 0.0, 0.0)), (-1.0, 0.0, 0.0))
     assert np.all(np.isfinite(m.qbetween_dx((1.0, 0, 0), (0, 1.0, 0), (-1.0, 0, 0), (0, 0, 1.0))))
