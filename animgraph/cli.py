@@ -113,11 +113,35 @@ def _cmd_info(args):
     return 0
 
 
+# ---------------------------------------------------------------- verify
+
+
+def _args_verify(p):
+    p.add_argument(
+        "clips", nargs="*", metavar="CLIP", help="bundled clip names or BVH files (default: every bundled clip)"
+    )
+    p.add_argument("--node", action="append", metavar="TYPE", help="only this node type (repeatable)")
+    p.add_argument("--times", type=int, default=200, help="random test times per node and clip (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the test times and case choices (default 0)")
+    p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
+
+
+def _cmd_verify(args):
+    from . import verify
+
+    clips = []
+    for name in args.clips or _bundled():
+        skel, clip, _ = load_clip(name)
+        clips.append((Path(name).stem, skel, clip))
+    return verify.run(clips, args.node, args.times, args.seed, args.json)
+
+
 # ---------------------------------------------------------------- registry
 
 # (name, one-line help, add_arguments(parser), handler(args) -> exit status)
 COMMANDS = [
     ("info", "skeleton, frames, rate, duration, root speed and turning of a BVH file", _args_info, _cmd_info),
+    ("verify", "every node's propagated velocities against central differences, as a table", _args_verify, _cmd_verify),
 ]
 
 

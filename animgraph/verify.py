@@ -1,0 +1,543 @@
+"""``animgraph verify``: every node's propagated velocities against finite differences of its output.
+
+Each node has one *case* below: a short function that runs the node's op (``ag.ops``) on
+inputs moving with a clip and returns the op's outputs at the stencil times
+``t + k h`` (``k`` in ``STEPS``) around a batch of random test times ``t``.  The inputs
+carry exact velocities (``Motion``): the clip sampled with cubic interpolation, its
+scales wobbling smoothly so that scale velocities move too; the clip played backwards
+as a second pose; a weight swinging with its rate; targets riding on a joint's global
+trajectory.  Stateful ops are stepped as in a game: a transition (or a contact) some
+frames before ``t``, game frames up to the first stencil time, then on through the
+stencil, so the checked frame is a live one with history, not a reset.  No state is
+copied: each stencil time is the next frame of one run, and as every decay in these ops
+is exact for any step, the outputs lie on one smooth trajectory.  A node type registered
+without a case here gets a failing row, so a new node cannot go unchecked.
+
+Use: ``animgraph verify [CLIP ...] [--node TYPE] [--times N] [--seed S] [--json]``, or
+``run`` / ``verify_clip`` from Python.
+
+The check, per joint and test time, on the output's ``vel``, ``ang`` and ``svl`` at ``t``:
+the fourth-order central difference ``d = (x(t-2s) - 8x(t-s) + 8x(t+s) - x(t+2s)) / 12s``
+(positions as they are, rotations as ``log(q(t+ks) q(t)^-1)``, scales as ``log(scl)``)
+and the relative error ``|d - v| / (1 + |d|)`` (units m/s, rad/s, 1/s; the 1 is the floor
+under which the error counts as absolute).  A row passes when the largest error over
+every joint and time is at most its tolerance (``TOL``, footnoted where looser).
+
+Steps: the outputs are float32, so their rounding (about ``6e-8 |x| / s``, more where an
+op amplifies its inputs' rounding, as IK near a straight leg does) grows as the step
+shrinks, while the bundled clips (120 fps motion capture, with dropouts) turn so sharply
+between keys that the two-point difference at s = 1 ms is off by up to 8 % (its error
+is ``s^2 x'''/6``).  So the difference is the five-point one (error ``s^4``), taken at two
+steps, ``s = h`` and ``s = 2h`` (``h = 0.6 ms`` at 120 fps), and each vector's error is the
+smaller of the two: where the op is right, one of them is far under the tolerance
+(rounding spoils the short one, truncation the long one, rarely both); a wrong velocity
+is off at both.  Test times stay ``4h`` clear of the clip's keys, where the cubic
+interpolant is only C1: a stencil across a key would measure the jump of the
+acceleration, not the op.  Discrete events (a contact switching) are held still over the
+stencil likewise.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+import time as _time
+import zlib
+from functools import cached_property
+
+import numpy as np
+
+from . import kform, ops
+from .errors import AnimgraphError
+from .pose import Clip, Pose
+
+H = 6e-4  # difference step h (s); the differences use h and 2h
+TOL = 1e-3  # relative error every node must reach (see the module docstring)
+# node -> (looser tolerance, why it is needed): printed as the table's footnotes.
+TOLERANCES = {
+    "foot_lock": (
+        2e-3,
+        "the float32 rounding of the input pose is amplified by two-bone IK on the nearly straight "
+        "locked leg (up to 1.7e-3 of the difference at 0.6 ms); with float64 inputs the same case agrees to 1e-4",
+    ),
+}
+STEPS = (-4, -2, -1, 0, 1, 2, 4)  # stencil times, in steps of h: five-point differences at h and 2h
+FIVE_POINT = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0  # weights of x(t-2s), x(t-s), x(t+s), x(t+2s), over s
+GROUP = 20  # test times run together (one batch; stateful ops share one transition lag)
+FRAME = 1.0 / 60.0  # game frame (s) the stateful cases step at before the stencil
+WOBBLE = 0.05  # amplitude of the scales' log-wobble
+NOT_OPERATORS = ("input", "constant", "output")  # graph plumbing: nothing to differentiate
+
+
+# ---------------------------------------------------------------- the moving inputs
+
+
+def wobbled(clip, amount=WOBBLE):
+    """Copy of ``clip`` whose scales are multiplied by ``exp(amount sin(2 pi f t + phase))``, per joint and axis."""
+    t = np.arange(clip.frames)[:, None, None] * clip.dt
+    j = np.arange(clip.pos.shape[1])[None, :, None]
+    a = np.arange(3)[None, None, :]
+    freq = 0.4 + 0.15 * ((j + 2 * a) % 5)  # Hz: slow against the keys
+    scl = clip.scl * np.exp(amount * np.sin(2 * np.pi * freq * t + 0.7 * j + 2.1 * a))
+    return Clip(clip.skeleton, clip.pos, clip.rot, scl, clip.dt, name=clip.name)
+
+
+def _chain(skel, names):
+    """Indices of the canonical joint ``names``, else of the first chain as long below the root (else ValueError)."""
+    try:
+        return [skel.index(n) for n in names]
+    except ValueError:
+        pass
+    for j in range(len(skel)):
+        chain = [j]
+        while len(chain) < len(names) and skel.parents[chain[0]] > 0:
+            chain.insert(0, int(skel.parents[chain[0]]))
+        if len(chain) == len(names):
+            return chain
+    raise ValueError(f"the skeleton has no chain of {len(names)} joints below its root (for {', '.join(names)})")
+
+
+class Motion:
+    """Inputs moving with one clip, each with its exact rate: no differencing anywhere."""
+
+    def __init__(self, skel, clip):
+        self.skel = skel
+        self.clip = clip
+        self.parents = skel.parents
+        self.end = clip.duration
+        # A still pose (zero velocities): what additive poses are made against.
+        self.reference = Pose(clip.pos[0], clip.rot[0], clip.scl[0])
+
+    @cached_property
+    def leg(self):
+        """Hip, knee, foot and toe joints: the canonical left leg, else the first 4-joint chain."""
+        return _chain(self.skel, ("left_hip", "left_knee", "left_foot", "left_toe"))
+
+    @cached_property
+    def head(self):
+        """The head joint, else the deepest joint."""
+        try:
+            return self.skel.index("head")
+        except ValueError:
+            depth = [0] * len(self.skel)
+            for j, p in enumerate(self.parents):
+                depth[j] = depth[p] + 1 if p >= 0 else 0
+            return int(np.argmax(depth))
+
+    @cached_property
+    def contacts(self):
+        """Per frame: whether the leg's toe is on the ground (``preprocess.foot_contacts``)."""
+        from .preprocess import foot_contacts
+
+        return foot_contacts(self.skel, self.clip, joints=(self.leg[3],))[:, 0]
+
+    def pose(self, t):
+        """The clip at times ``t`` (s), cubic: local pose."""
+        return ops.sample(self.clip, t, "cubic")
+
+    def other(self, t):
+        """A second moving pose: the clip played backwards from its end."""
+        return ops.sample(self.clip, self.end - t, "cubic", rate=-1.0)
+
+    def glob(self, t):
+        """The clip's model-space pose."""
+        return ops.fk(self.pose(t), self.parents)
+
+    def weight(self, t):
+        """A weight swinging through [0.1, 0.9] at 0.8 Hz, and its rate (1/s)."""
+        w = 2 * np.pi * 0.8
+        return 0.5 + 0.4 * np.sin(w * t), 0.4 * w * np.cos(w * t)
+
+    def look_target(self, t):
+        """(pos, vel) of a point 1 m in front of the hips (+Z), swinging side to side and up and down, model space."""
+        w = 2 * np.pi * 0.6
+        pos = np.stack([0.4 * np.sin(w * t), 0.2 * np.cos(w * t), np.ones_like(t)], -1)
+        vel = np.stack([0.4 * w * np.cos(w * t), -0.2 * w * np.sin(w * t), np.zeros_like(t)], -1)
+        point = kform.mul(self.glob(t)[:, 0], Pose(pos, _identity_rot(t), vel=vel))
+        return point.pos, point.vel
+
+    def reach_target(self, t):
+        """(pos, vel) of a point circling 0.1 m around a spot 0.1 m above the animated foot, model space."""
+        foot = self.glob(t)[:, self.leg[2]]
+        w = 2 * np.pi * 1.1
+        c, s = np.cos(w * t), np.sin(w * t)
+        pos = foot.pos + np.stack([0.1 * c, 0.1 + 0.1 * s, 0.1 * s], -1)
+        vel = foot.vel + np.stack([-0.1 * w * s, 0.1 * w * c, 0.1 * w * c], -1)
+        return pos, vel
+
+    def contact(self, t):
+        """Whether the leg's toe is on the ground at times ``t`` (per frame, from the clip)."""
+        frame = np.clip(np.rint(np.asarray(t) / self.clip.dt).astype(int), 0, self.clip.frames - 1)
+        return self.contacts[frame]
+
+
+def _identity_rot(t):
+    rot = np.zeros(np.shape(t) + (4,))
+    rot[..., 0] = 1.0
+    return rot
+
+
+def ramp(offset, at=0.7, rate=0.5):
+    """Weight ``at + rate * offset`` and its rate, one per call (look_at and two_bone_ik take one weight per batch)."""
+    return at + rate * float(np.ravel(offset)[0]), rate
+
+
+# ---------------------------------------------------------------- evaluating ops at the stencil
+
+
+def stencil(f, t, h):
+    """``f(t + k h)`` for every stencil point ``k`` in STEPS: a stateless op's outputs."""
+    return [f(t + k * h) for k in STEPS]
+
+
+def advance(step, start, stop):
+    """Call ``step(times, dt)`` in equal steps of at most FRAME from ``start`` to ``stop``; the last output."""
+    span = float(np.ravel(stop - start)[0])
+    n = max(1, math.ceil(span / FRAME - 1e-9))
+    out = None
+    for k in range(1, n + 1):
+        out = step(start + span * k / n, span / n)
+    return out
+
+
+def play(step, start, t, h):
+    """A stateful op's outputs at the stencil points: stepped from ``start`` to the first, then through the rest."""
+    outs = [advance(step, start, t + STEPS[0] * h)]
+    for k0, k in zip(STEPS, STEPS[1:]):
+        outs.append(step(t + k * h, (k - k0) * h))
+    return outs
+
+
+# ---------------------------------------------------------------- one case per node
+# Each case: (motion, test times t (G,), step h, rng) -> list of stencils, each the op's
+# outputs (Pose, batch G) at the times t + k h, k in STEPS.
+
+
+def case_sample(m, t, h, rng):
+    """The clip itself, cubic or linear, played forwards or backwards (rate -1)."""
+    mode = rng.choice(["cubic", "linear"])
+    if rng.random() < 0.5:
+        return [stencil(lambda s: ops.sample(m.clip, s, mode), t, h)]
+    return [stencil(lambda s: ops.sample(m.clip, m.end - s, mode, rate=-1.0), t, h)]
+
+
+def case_fk(m, t, h, rng):
+    """The clip's local pose to model space."""
+    return [stencil(lambda s: ops.fk(m.pose(s), m.parents), t, h)]
+
+
+def case_bk(m, t, h, rng):
+    """The clip's model-space pose back to local."""
+    return [stencil(lambda s: ops.bk(m.glob(s), m.parents), t, h)]
+
+
+def case_blend(m, t, h, rng):
+    """The clip into the clip played backwards, with a swinging weight."""
+    return [stencil(lambda s: ops.blend(m.pose(s), m.other(s), *m.weight(s)), t, h)]
+
+
+def case_additive(m, t, h, rng):
+    """The backwards clip as an additive pose (against the first frame) on the clip, swinging weight, either side."""
+    side = str(rng.choice(["parent", "local"]))
+
+    def f(s):
+        add = ops.difference(m.other(s), m.reference, side=side)
+        return ops.additive(m.pose(s), add, *m.weight(s), side=side)
+
+    return [stencil(f, t, h)]
+
+
+def case_difference(m, t, h, rng):
+    """The additive pose taking the backwards clip to the clip, both moving, either side."""
+    side = str(rng.choice(["parent", "local"]))
+    return [stencil(lambda s: ops.difference(m.pose(s), m.other(s), side=side), t, h)]
+
+
+def case_select(m, t, h, rng):
+    """One of the two moving poses, chosen per test time."""
+    index = rng.integers(0, 2, len(t))
+    return [stencil(lambda s: ops.select([m.pose(s), m.other(s)], index), t, h)]
+
+
+def case_inertialize(m, t, h, rng):
+    """The input cuts to the backwards clip ``lag`` s before t (half the time back again mid-decay); cubic or spring."""
+    inert = ops.Inertializer(duration=0.4) if rng.random() < 0.5 else ops.Inertializer(halflife=0.1)
+    lag = rng.uniform(FRAME, 0.4 - (STEPS[-1] + 1) * h)
+    start, source = t - lag, m.other
+    inert.transition(m.pose(start), source(start))
+    inert.update(source(start), 0.0)
+    if rng.random() < 0.5:
+        # Cut back while the offset decays: the new offset starts from the current output.
+        mid = start + lag * rng.uniform(0.2, 0.8)
+        shown = advance(lambda s, dt: inert.update(source(s), dt), start, mid)
+        start, source = mid, m.pose
+        inert.transition(shown, source(start))
+        inert.update(source(start), 0.0)
+    return [play(lambda s, dt: inert.update(source(s), dt), start, t, h)]
+
+
+def case_dead_blend(m, t, h, rng):
+    """The input cuts to the backwards clip ``lag`` s before t; the old pose coasts and fades out."""
+    dead = ops.DeadBlender(duration=0.4, halflife=0.15)
+    start = t - rng.uniform(FRAME, 0.4 - (STEPS[-1] + 1) * h)
+    dead.transition(m.pose(start))
+    dead.update(m.other(start), 0.0)
+    return [play(lambda s, dt: dead.update(m.other(s), dt), start, t, h)]
+
+
+def case_tracking_spring(m, t, h, rng):
+    """The target jumps to the backwards clip ``lag`` s before t; the spring takes up the jump and lets go.
+
+    At ``acceleration`` 1 (the default).  Below 1 the spring follows a backward difference
+    of the target's acceleration held over each step, so its output is only C1 at the
+    steps and a difference across them is off by about ``(1 - acceleration) jerk h^2``
+    (3e-2 on these clips, falling as h^2): the stencil cannot tell right from wrong there.
+    """
+    spring = ops.TrackingSpring(signal="pose", acceleration=1.0)
+    start = t - rng.uniform(FRAME, 0.5)
+    spring.update(m.pose(start - FRAME), 0.0)
+    spring.update(m.other(start), FRAME, jump=True)
+    return [play(lambda s, dt: spring.update(m.other(s), dt), start, t, h)]
+
+
+def case_look_at(m, t, h, rng):
+    """The head looks at a point swinging in front of the hips, the weight ramping."""
+
+    def f(s):
+        return ops.look_at(m.pose(s), m.skel, m.head, *m.look_target(s), (0.0, 0.0, 1.0), *ramp(s - t))
+
+    return [stencil(f, t, h)]
+
+
+def case_two_bone_ik(m, t, h, rng):
+    """The leg reaches for a point circling above the animated foot, the weight ramping."""
+
+    def f(s):
+        return ops.two_bone_ik(m.pose(s), m.skel, m.leg[:3], *m.reach_target(s), *ramp(s - t))
+
+    return [stencil(f, t, h)]
+
+
+def case_foot_lock(m, t, h, rng):
+    """The toe locks on the clip's contacts from ``lag`` s before t; the pose and the lock position are checked."""
+    lock = ops.FootLock(joints=m.leg)
+    hold = t + STEPS[0] * h  # the contact is held over the stencil: its switching is an event, not motion
+
+    def step(s, dt):
+        out = lock.update(m.pose(s), m.skel, m.contact(np.minimum(s, hold)), dt)
+        locked = Pose(lock.locked_pos[:, None], _identity_rot(s)[:, None], vel=lock.locked_vel[:, None])
+        return out, locked
+
+    outs = play(step, t - rng.uniform(0.1, 0.6), t, h)
+    return [[pose for pose, _ in outs], [locked for _, locked in outs]]
+
+
+CASES = {
+    "sample": case_sample,
+    "fk": case_fk,
+    "bk": case_bk,
+    "blend": case_blend,
+    "additive": case_additive,
+    "difference": case_difference,
+    "select": case_select,
+    "inertialize": case_inertialize,
+    "dead_blend": case_dead_blend,
+    "tracking_spring": case_tracking_spring,
+    "look_at": case_look_at,
+    "two_bone_ik": case_two_bone_ik,
+    "foot_lock": case_foot_lock,
+}
+
+
+# ---------------------------------------------------------------- the comparison
+
+
+def _qmul_conj(a, b):
+    """``a b^-1`` of (...,4) unit quaternion arrays, float64."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, np.float64), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, np.float64), -1, 0)
+    return np.stack(
+        [
+            aw * bw + ax * bx + ay * by + az * bz,
+            -aw * bx + ax * bw - ay * bz + az * by,
+            -aw * by + ax * bz + ay * bw - az * bx,
+            -aw * bz - ax * by + ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def _rotvec(q):
+    """Rotation vectors (rad) of (...,4) quaternion arrays, the short way round (numpy, float64)."""
+    q = np.where(q[..., :1] < 0.0, -q, q)
+    s = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    return q[..., 1:] * np.where(s > 1e-12, 2.0 * np.arctan2(s, q[..., :1]) / np.maximum(s, 1e-300), 2.0)
+
+
+def differences(outputs, h, m):
+    """(vel, ang, svl) by the five-point central difference with step ``m h`` over a stencil's outputs (float64)."""
+    at = dict(zip(STEPS, outputs))
+    centre = at[0]
+    points = [at[k * m] for k in (-2, -1, 1, 2)]
+    vel = sum(c * np.asarray(p.pos, np.float64) for c, p in zip(FIVE_POINT, points))
+    ang = sum(c * _rotvec(_qmul_conj(p.rot, centre.rot)) for c, p in zip(FIVE_POINT, points))
+    svl = sum(c * np.log(np.asarray(p.scl, np.float64)) for c, p in zip(FIVE_POINT, points))
+    return vel / (m * h), ang / (m * h), svl / (m * h)
+
+
+def relative_error(fd, v):
+    """``|fd - v| / (1 + |fd|)`` per vector, flattened."""
+    return (np.linalg.norm(fd - v, axis=-1) / (1.0 + np.linalg.norm(fd, axis=-1))).ravel()
+
+
+def stencil_errors(outputs, h):
+    """Relative errors (lin, ang, svl) of the velocities at ``t``: the smaller at steps h and 2h, per vector."""
+    centre = outputs[STEPS.index(0)]
+    fine = differences(outputs, h, 1)
+    coarse = differences(outputs, h, 2)
+    return tuple(
+        np.minimum(relative_error(a, v), relative_error(b, v))
+        for a, b, v in zip(fine, coarse, (centre.vel, centre.ang, centre.svl))
+    )
+
+
+# ---------------------------------------------------------------- rows
+
+
+def node_names():
+    """Every operator node: the cases' nodes, then registered types without a case (minus graph plumbing)."""
+    from . import nodes  # noqa: F401  (importing registers the node types)
+    from .node import REGISTRY
+
+    return list(CASES) + sorted(n for n in REGISTRY if n not in CASES and n not in NOT_OPERATORS)
+
+
+def step_for(clip):
+    """The difference step h (s): H, or less for clips whose keys are closer than 14 H."""
+    return min(H, clip.dt / 14.0)
+
+
+def draw_times(clip, n, h, rng):
+    """``n`` times (s) inside the clip, each more than ``4h`` from a key."""
+    if clip.frames < 2:
+        raise ValueError(f"clip {clip.name!r} has {clip.frames} frame: verify needs motion")
+    margin = 4.25 * h / clip.dt
+    key = rng.integers(0, clip.frames - 1, n)
+    return (key + rng.uniform(margin, 1.0 - margin, n)) * clip.dt
+
+
+def verify_node(motion, node, times=200, seed=0):
+    """One row (dict): the errors of ``node``'s case on ``motion`` at ``times`` random times."""
+    clip = motion.clip.name
+    row = {"node": node, "clip": clip, "times": times, "h": step_for(motion.clip)}
+    row["tolerance"] = TOLERANCES.get(node, (TOL, ""))[0]
+    row.update({c: math.nan for c in COLUMNS}, ok=False, note="", seconds=0.0)
+    case = CASES.get(node)
+    if case is None:
+        return dict(row, note="no verify case: add one to animgraph/verify.py")
+    rng = np.random.default_rng([seed, zlib.crc32(node.encode()), zlib.crc32(clip.encode())])
+    h = row["h"]
+    t_all = draw_times(motion.clip, times, h, rng)
+    errors = ([], [], [])
+    began = _time.perf_counter()
+    try:
+        for g in range(0, times, GROUP):
+            for outputs in case(motion, t_all[g : g + GROUP], h, rng):
+                for acc, e in zip(errors, stencil_errors(outputs, h)):
+                    acc.append(e)
+    except Exception as err:  # a broken or missing op fails its row, not the whole table
+        return dict(row, note=f"{type(err).__name__}: {' '.join(str(err).split())}")
+    for key, acc in zip(("lin", "ang", "svl"), errors):
+        e = np.concatenate(acc)
+        e = np.where(np.isnan(e), np.inf, e)  # a NaN velocity is an error, not a pass
+        row[key + "_max"] = float(np.max(e))
+        row[key + "_p99"] = float(np.percentile(e, 99, method="higher"))
+    row["ok"] = all(row[k + "_max"] <= row["tolerance"] for k in ("lin", "ang", "svl"))
+    row["seconds"] = _time.perf_counter() - began
+    return row
+
+
+def verify_clip(skel, clip, nodes=None, times=200, seed=0, wobble=WOBBLE):
+    """Rows (dicts) for each node (default: all) on one clip; see the module docstring for what is measured."""
+    motion = Motion(skel, wobbled(clip, wobble))
+    for node in nodes or node_names():
+        yield verify_node(motion, node, times, seed)
+
+
+# ---------------------------------------------------------------- report
+
+COLUMNS = ("lin_max", "lin_p99", "ang_max", "ang_p99", "svl_max", "svl_p99")
+
+
+def header(times, seed):
+    """The lines above the table."""
+    return [
+        f"propagated velocities vs central differences of each op's own output: {times} random times "
+        f"per node and clip, seed {seed}",
+        f"error = |fd - v| / (1 + |fd|) per joint (vel m/s, ang rad/s, svl 1/s), fd the 5-point difference "
+        f"at h or 2h (h = {H * 1e3:g} ms), whichever is closer",
+        f"a row passes when its largest error is <= {TOL:g}",
+        "",
+        f"{'node':<16} {'clip':<12}" + "".join(f"{c.replace('_', ' '):>9}" for c in COLUMNS) + "  result",
+    ]
+
+
+def format_row(row):
+    """One aligned table line."""
+
+    def num(x):
+        return f"{x:9.1e}" if not math.isnan(x) else f"{'-':>9}"
+
+    result = "pass" if row["ok"] else "FAIL"
+    if row["tolerance"] != TOL:
+        result += f" (tol {row['tolerance']:g}*)"
+    line = f"{row['node']:<16} {row['clip'][:12]:<12}" + "".join(num(row[c]) for c in COLUMNS) + f"  {result}"
+    return line + (f"  {row['note']}" if row["note"] else "")
+
+
+def footnotes(rows):
+    """Lines explaining the looser tolerances used in ``rows``."""
+    used = sorted({r["node"] for r in rows if r["node"] in TOLERANCES})
+    return [
+        textwrap.fill(f"* {n}: tolerance {TOLERANCES[n][0]:g}: {TOLERANCES[n][1]}", 100, subsequent_indent="  ")
+        for n in used
+    ]
+
+
+def run(clips, nodes=None, times=200, seed=0, as_json=False, out=None):
+    """Verify ``nodes`` (default: all) on ``clips`` [(label, skeleton, clip)], print the table; 0 if all pass, else 1.
+
+    The table streams row by row to ``out`` (default stdout); with ``as_json`` one JSON
+    object is printed at the end instead.
+    """
+    import json
+    import sys
+
+    out = out or sys.stdout
+    unknown = [n for n in nodes or () if n not in node_names()]
+    if unknown:
+        raise AnimgraphError(f"unknown node {unknown[0]!r} (nodes: {', '.join(node_names())})")
+    if times < 1:
+        raise AnimgraphError(f"--times must be at least 1, got {times}")
+    for label, _, clip in clips:
+        if clip.frames < 2:
+            raise AnimgraphError(f"{label}: a clip of {clip.frames} frame has no motion to verify")
+    rows = []
+    if not as_json:
+        print("\n".join(header(times, seed)), file=out, flush=True)
+    for label, skel, clip in clips:
+        clip = Clip(skel, clip.pos, clip.rot, clip.scl, clip.dt, name=label)
+        for row in verify_clip(skel, clip, nodes, times, seed):
+            rows.append(row)
+            if not as_json:
+                print(format_row(row), file=out, flush=True)
+    ok = all(r["ok"] for r in rows)
+    if as_json:
+        info = {"times": times, "seed": seed, "h": H, "tolerance": TOL, "measure": "|fd - v| / (1 + |fd|)"}
+        clean = [{k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in r.items()} for r in rows]
+        print(json.dumps(dict(info, rows=clean, ok=ok)), file=out)
+    else:
+        failed = sum(not r["ok"] for r in rows)
+        notes = footnotes(rows)
+        print("\n".join([""] + notes + [f"{len(rows) - failed} of {len(rows)} rows pass"]), file=out)
+    return 0 if ok else 1
