@@ -164,6 +164,16 @@ def test_position_jump_is_absorbed_then_decays_with_position_halflife():
     np.testing.assert_allclose(offset[-1], 0.0, atol=2e-3)
 
 
+def test_second_jump_mid_decay_continues_from_the_output():
+    n = np.arange(40)
+    xs = np.select([n < 10, n < 14], [0.0, 1.0], -2.0)  # two steps, the second mid-decay
+    out = scalar_run(TrackingSpring("scalar", position_halflife=0.2), xs, np.zeros(40))
+    for k in (10, 14):
+        assert out[k][0] == pytest.approx(out[k - 1][0] + DT * out[k - 1][1], abs=1e-12)
+        assert out[k][1] == pytest.approx(out[k - 1][1], abs=1e-12)
+    assert abs(out[-1][0] + 2.0) < abs(out[20][0] + 2.0)  # heading for the new target
+
+
 def test_velocity_jump_decays_with_velocity_halflife():
     # Position continuous, velocity 2 -> -1 at frame 10, flagged by the jump event.
     a, b = LN2 / 5.0, LN2 / 0.05
