@@ -16,12 +16,13 @@ a call costs little Python::
                     locators: pose slot or signal offset, -1 unlinked), the parents
     par     float64 (P,):   parameters of every op (shared by the characters)
     chars   float64 (B, n_sig + S): per character, the signal buffer then the state
-    posebuf float32 (B, slots*J*19): per character, pos rot scl vel ang svl of every slot
+    vecs    float32 (B, 5, slots, J, 3): per character, pos scl vel ang svl of every slot
+    rots    float32 (B, slots, J, 4): per character, rot of every slot
     clipbuf float32 (F*J*10,): clip_pos, clip_rot, clip_scl of every frame
     dt      float: frame time (s)
 
-Inside, each character's pose tuple and the ``db`` tuple are rebuilt as C-contiguous
-views, so kernels see the arrays the node contract describes.
+Inside, each character's pose tuple ``(vecs[c, 0], rots[c], vecs[c, 1], ...)`` and the
+``db`` tuple are C-contiguous views, so kernels see the arrays the node contract describes.
 """
 
 from __future__ import annotations
@@ -74,26 +75,22 @@ def source(names):
     lines += [
         "",
         "@njit(cache=True)",
-        "def character(c, table, par, chars, posebuf, clipbuf, dt):",
-        "    n_ops, ops_at, io_at, parents_at = table[0], table[1], table[2], table[3]",
-        "    n_sig, slots, joints, frames = table[4], table[5], table[6], table[7]",
-        "    row = posebuf[c]",
-        "    n3, n4 = slots * joints * 3, slots * joints * 4",
-        "    pose = (",
-        "        row[0:n3].reshape((slots, joints, 3)),",
-        "        row[n3:n3 + n4].reshape((slots, joints, 4)),",
-        "        row[n3 + n4:2 * n3 + n4].reshape((slots, joints, 3)),",
-        "        row[2 * n3 + n4:3 * n3 + n4].reshape((slots, joints, 3)),",
-        "        row[3 * n3 + n4:4 * n3 + n4].reshape((slots, joints, 3)),",
-        "        row[4 * n3 + n4:5 * n3 + n4].reshape((slots, joints, 3)),",
-        "    )",
+        "def clip_db(table, clipbuf):",
+        "    parents_at, joints, frames = table[3], table[6], table[7]",
         "    f3, f4 = frames * joints * 3, frames * joints * 4",
-        "    db = (",
+        "    return (",
         "        clipbuf[0:f3].reshape((frames, joints, 3)),",
         "        clipbuf[f3:f3 + f4].reshape((frames, joints, 4)),",
         "        clipbuf[f3 + f4:2 * f3 + f4].reshape((frames, joints, 3)),",
         "        table[parents_at:parents_at + joints],",
         "    )",
+        "",
+        "",
+        "@njit(cache=True)",
+        "def character(c, table, par, chars, vecs, rots, db, dt):",
+        "    n_ops, ops_at, io_at, n_sig = table[0], table[1], table[2], table[4]",
+        "    v = vecs[c]",
+        "    pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
         "    s = chars[c, 0:n_sig]",
         "    t = chars[c, n_sig:]",
         "    for i in range(n_ops):",
@@ -107,20 +104,22 @@ def source(names):
     for i, name in enumerate(names):
         lines.append(f"        {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
         lines.append(f"            k{i}(ins, outs, p, x, pose, s, db, dt)")
-    args = "table, par, chars, posebuf, clipbuf, dt"
+    args = "table, par, chars, vecs, rots, clipbuf, dt"
     lines += [
         "",
         "",
         "@njit(cache=True)",
         f"def run_serial({args}):",
+        "    db = clip_db(table, clipbuf)",
         "    for c in range(chars.shape[0]):",
-        f"        character(c, {args})",
+        "        character(c, table, par, chars, vecs, rots, db, dt)",
         "",
         "",
         "@njit(cache=True, parallel=True)",
         f"def run_parallel({args}):",
+        "    db = clip_db(table, clipbuf)",
         "    for c in prange(chars.shape[0]):",
-        f"        character(c, {args})",
+        "        character(c, table, par, chars, vecs, rots, db, dt)",
         "",
     ]
     return "\n".join(lines)

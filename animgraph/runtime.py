@@ -83,13 +83,11 @@ class Instance:
         self.plan = plan
         self.batch = b = plan.batch
         j, s, n_sig = plan.joints, plan.n_slots, len(plan.sig_init)
-        # One float32 row per character holds every slot's six fields (see animgraph.executor).
-        self.posebuf = np.zeros((b, s * j * 19), np.float32)
-        views, at = [], 0
-        for w in (3, 4, 3, 3, 3, 3):
-            views.append(self.posebuf[:, at:at + s * j * w].reshape(b, s, j, w))
-            at += s * j * w
-        self.pose = tuple(views)
+        # Per character, every slot's pos scl vel ang svl in one array, rot in another.
+        self.vecs = np.zeros((b, 5, s, j, 3), np.float32)
+        self.rots = np.zeros((b, s, j, 4), np.float32)
+        v = self.vecs
+        self.pose = (v[:, 0], self.rots, v[:, 1], v[:, 2], v[:, 3], v[:, 4])
         self.pose[1][..., 0] = 1.0
         self.pose[2][...] = 1.0
         self.chars = np.zeros((b, n_sig + plan.n_state))
@@ -101,7 +99,7 @@ class Instance:
         if parallel is None:
             parallel = b >= PARALLEL_MIN_BATCH
         self._run = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
-        self._args = (plan.table, self.par, self.chars, self.posebuf, plan.clipbuf)
+        self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
         self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
         # Inputs of pruned nodes are accepted and ignored.
         self._known = {n.id for n in plan.graph.nodes if getattr(n, "GRAPH_INPUT", False)}
