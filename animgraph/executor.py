@@ -172,3 +172,29 @@ def load():
     module.KEY, module.PATH = key, path
     _LOADED[names] = module
     return module
+
+
+def python_run(table, par, chars, vecs, rots, clipbuf, dt):
+    """The executor's loop in Python, calling each node type's kernel: a reference for tests and benchmarks.
+
+    The same arguments as ``run_serial``; the slices have the executor's types, so each
+    kernel is compiled once for both.
+    """
+    kernels = [REGISTRY[name].KERNEL for name in kinds()]
+    n_ops, ops_at, io_at, parents_at, n_sig, slots, joints, frames = (int(x) for x in table[:8])
+    f3, f4 = frames * joints * 3, frames * joints * 4
+    db = (
+        clipbuf[:f3].reshape((frames, joints, 3)),
+        clipbuf[f3:f3 + f4].reshape((frames, joints, 4)),
+        clipbuf[f3 + f4:2 * f3 + f4].reshape((frames, joints, 3)),
+        table[parents_at:parents_at + joints],
+    )
+    dt = float(dt)
+    for c in range(chars.shape[0]):
+        v = vecs[c]
+        pose = (v[0], rots[c], v[1], v[2], v[3], v[4])
+        s, t = chars[c, :n_sig], chars[c, n_sig:]
+        for i in range(n_ops):
+            kind, a, b, e, p0, p1, s0, s1 = table[ops_at + 8 * i:ops_at + 8 * i + 8]
+            kernels[kind](table[io_at + a:io_at + b], table[io_at + b:io_at + e], par[p0:p1], t[s0:s1],
+                          pose, s, db, dt)

@@ -102,17 +102,18 @@ class Plan:
             st[a:b] = s
         return st
 
-    def instance(self, parallel=None):
+    def instance(self, parallel=None, python=False):
         """A runnable Instance with its own state, signals, parameters and pose slots.
 
-        ``parallel``: threads over characters (default: when batch >= 16)."""
+        ``parallel``: threads over characters (default: when batch >= 16); ``python``: walk
+        the op table in Python instead of the compiled executor (a slow reference)."""
         from .runtime import Instance
 
         if self.executor is None:
             from . import executor
 
             self.executor = executor.load()
-        return Instance(self, parallel)
+        return Instance(self, parallel, python)
 
 
 def _call(node, method, ctx, file, *args):

@@ -79,7 +79,7 @@ def _pose_view(arrays, slot, batch):
 class Instance:
     """One plan's running state for B characters: pose slots, signals, state, parameters."""
 
-    def __init__(self, plan, parallel=None):
+    def __init__(self, plan, parallel=None, python=False):
         self.plan = plan
         self.batch = b = plan.batch
         j, s, n_sig = plan.joints, plan.n_slots, len(plan.sig_init)
@@ -98,7 +98,12 @@ class Instance:
         self.nodes = dict(plan.nodes)
         if parallel is None:
             parallel = b >= PARALLEL_MIN_BATCH
-        self._run = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
+        if python:  # the reference: the op table walked in Python, calling the same kernels
+            from .executor import python_run
+
+            self._run = python_run
+        else:
+            self._run = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
         self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
         self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
         # Inputs of pruned nodes are accepted and ignored.

@@ -211,3 +211,14 @@ def test_unlinked_signal_inputs_take_the_field_value(probe):
     np.testing.assert_array_equal(plan.sig_init[off:off + 6], [1, 2, 3, 0, 0, 0])
     assert ("q", "gain") not in plan.constants, "a linked input takes its link"
     assert plan.ops[:, 0].tolist().count(kinds().index("plan_probe")) == 2
+
+
+def test_unknown_joint_names_node_and_field():
+    nodes = [{"id": "frame", "type": "constant", "signal": "pose", "clip": "walk"},
+             {"id": "aim", "type": "input", "signal": "vec3"},
+             {"id": "look", "type": "look_at", "joint": "tail"}, {"id": "out", "type": "output"}]
+    links = [["frame.pose", "look.pose"], ["aim.value", "look.target"], ["look.pose", "out.pose"]]
+    with pytest.raises(ag.GraphError, match="unknown joint 'tail'") as info:
+        make_plan(graph(nodes, links, file="g.json"))
+    assert (info.value.node, info.value.port) == ("look", "joint")
+    assert "g.json" in str(info.value)

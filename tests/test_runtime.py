@@ -319,3 +319,103 @@ def test_write_once_is_atomic_and_idempotent(tmp_path):
     executor._write_once(path, "a = 2\n")
     assert path.read_text() == "a = 2\n"
     assert [p.name for p in path.parent.iterdir()] == ["executor_k.py"]
+
+
+# ---------------------------------------------------------------- every node type, compiled vs Python dispatch
+
+EVERYTHING_NODES = [
+    {"id": "t", "type": "input"},
+    {"id": "idx", "type": "input", "signal": "int"},
+    {"id": "alpha", "type": "input", "default": 0.4},
+    {"id": "look_target", "type": "input", "signal": "vec3", "default": [0.5, 1.6, 1.0]},
+    {"id": "hand_target", "type": "input", "signal": "vec3", "default": [-0.4, 1.1, 0.3]},
+    {"id": "contact", "type": "input", "signal": "bool"},
+    {"id": "walk", "type": "sample", "clip": "walk"},
+    {"id": "jog", "type": "sample", "clip": "jog", "mode": "linear"},
+    {"id": "rest", "type": "constant", "signal": "pose", "clip": "walk", "frame": 0},
+    {"id": "sel", "type": "select", "count": 3},
+    {"id": "inert", "type": "inertialize", "duration": 0.2},
+    {"id": "mix", "type": "blend"},
+    {"id": "diff", "type": "difference"},
+    {"id": "add", "type": "additive", "alpha": 0.5},
+    {"id": "dead", "type": "dead_blend", "duration": 0.3},
+    {"id": "look", "type": "look_at", "joint": "head"},
+    {"id": "reach", "type": "two_bone_ik", "root": "right_shoulder", "mid": "right_elbow", "end": "right_hand",
+     "hinge": [0.0, 0.8, -0.6]},
+    {"id": "lock", "type": "foot_lock", "foot_height": 0.04, "hinge": [0.936, 0.352, 0.0]},
+    {"id": "fk", "type": "fk"},
+    {"id": "bk", "type": "bk"},
+    {"id": "out", "type": "output"},
+    {"id": "glob", "type": "output"},
+    {"id": "changed", "type": "output", "signal": "bool"},
+    {"id": "locked", "type": "output", "signal": "vec3"},
+]
+EVERYTHING_LINKS = [
+    ["t.value", "jog.time"], ["walk.pose", "sel.in0"], ["jog.pose", "sel.in1"], ["rest.pose", "sel.in2"],
+    ["idx.value", "sel.index"], ["sel.pose", "inert.pose"], ["sel.changed", "inert.transition"],
+    ["inert.pose", "mix.a"], ["walk.pose", "mix.b"], ["alpha.value", "mix.alpha"],
+    ["jog.pose", "diff.pose"], ["walk.pose", "diff.reference"], ["mix.pose", "add.base"], ["diff.pose", "add.add"],
+    ["add.pose", "dead.pose"], ["sel.changed", "dead.transition"], ["dead.pose", "look.pose"],
+    ["look_target.value", "look.target"], ["look.pose", "reach.pose"], ["hand_target.value", "reach.target"],
+    ["reach.pose", "lock.pose"], ["contact.value", "lock.contact"], ["lock.pose", "fk.pose"], ["fk.pose", "bk.pose"],
+    ["bk.pose", "out.pose"], ["fk.pose", "glob.pose"], ["sel.changed", "changed.value"], ["lock.locked", "locked.value"],
+]
+
+
+def everything_inputs(frame, batch):
+    """Inputs for frame ``frame`` that switch clips, move targets and toggle the contact."""
+    c = np.arange(batch)
+    return {
+        "t": (0.3 + frame / 60 + 0.1 * c, 1.0 + 0.01 * c),
+        "idx": (frame // 4 + c) % 3,
+        "alpha": (0.5 + 0.4 * np.sin(frame / 3 + c), 0.4 / 3 * np.cos(frame / 3 + c)),
+        "look_target": (np.stack([0.5 + 0.1 * c, 1.6 + 0 * c, 1.0 + 0.05 * frame + 0 * c], 1), [0.0, 0.0, 3.0]),
+        "hand_target": [-0.4, 1.1, 0.3 - 0.01 * frame],
+        "contact": (frame // 3 + c) % 2,
+    }
+
+
+def test_every_node_type_compiled_matches_python_dispatch():
+    batch = 4
+    plan = ag.compile(graph(EVERYTHING_NODES, EVERYTHING_LINKS), batch=batch)
+    used = {plan.nodes[n].type for n in plan.order}
+    assert used >= set(executor.kinds()) - {"tracking_spring"}, "the graph covers the node types"
+    compiled, python = plan.instance(parallel=False), plan.instance(python=True)
+    switched = False
+    for frame in range(14):
+        inputs = everything_inputs(frame, batch)
+        a = frozen(compiled.step(DT, inputs))
+        b = python.step(DT, inputs)
+        for k in a:
+            if k in ("out", "glob"):
+                assert_pose(a[k], b[k], atol=1e-6)
+            else:
+                np.testing.assert_allclose(a[k], b[k], atol=1e-6)
+        switched |= bool(np.any(a["changed"]))
+        assert np.all(np.isfinite(a["glob"].vel))
+    assert switched, "select switched, so inertialize and dead_blend ran transitions"
+    np.testing.assert_allclose(compiled.st, python.st, atol=1e-6)
+
+
+def test_stateless_nodes_match_ops_composed_by_hand(clips):
+    skel, walk, jog = clips
+    nodes = [n for n in EVERYTHING_NODES if n["id"] in ("t", "alpha", "look_target", "hand_target", "walk", "jog", "mix",
+                                                         "diff", "add", "look", "reach", "fk", "glob")]
+    links = [["t.value", "walk.time"], ["t.value", "jog.time"], ["jog.pose", "mix.a"], ["walk.pose", "mix.b"],
+             ["alpha.value", "mix.alpha"], ["jog.pose", "diff.pose"], ["walk.pose", "diff.reference"],
+             ["mix.pose", "add.base"], ["diff.pose", "add.add"], ["add.pose", "look.pose"],
+             ["look_target.value", "look.target"], ["look.pose", "reach.pose"], ["hand_target.value", "reach.target"],
+             ["reach.pose", "fk.pose"], ["fk.pose", "glob.pose"]]
+    inst = ag.compile(graph(nodes, links)).instance()
+    t, alpha, alpha_rate = 0.7, 0.35, 0.8
+    look_p, look_v = np.array([0.5, 1.6, 1.2]), np.array([0.1, 0.0, -0.3])
+    hand_p, hand_v = np.array([-0.4, 1.1, 0.35]), np.array([0.0, 0.2, 0.0])
+    out = inst.step(DT, {"t": (t, 1.0), "alpha": (alpha, alpha_rate), "look_target": (look_p, look_v),
+                         "hand_target": (hand_p, hand_v)})
+    a = ag.ops.sample(walk, t, mode="cubic", loop=True)
+    b = ag.ops.sample(jog, t, mode="linear", loop=True)
+    pose = ag.ops.additive(ag.ops.blend(b, a, alpha, alpha_rate), ag.ops.difference(b, a), 0.5)
+    pose = ag.ops.look_at(pose, skel, "head", look_p, look_v)
+    pose = ag.ops.two_bone_ik(pose, skel, ("right_shoulder", "right_elbow", "right_hand"), hand_p, hand_v,
+                              hinge=(0.0, 0.8, -0.6))
+    assert_pose(out["glob"], ag.ops.fk(pose, skel.parents), atol=2e-5)
