@@ -136,11 +136,95 @@ def _cmd_verify(args):
     return verify.run(clips, args.node, args.times, args.seed, args.json)
 
 
+# ---------------------------------------------------------------- graphs
+
+
+def _args_validate(p):
+    p.add_argument("graph", help="a graph file (JSON)")
+
+
+def _cmd_validate(args):
+    from .runner import validate
+
+    plan = validate(args.graph)
+    for note in plan.warnings:
+        print(f"{PROG}: warning: {args.graph}: {note}", file=sys.stderr)
+    print(f"OK {args.graph}: {len(plan.graph.nodes)} nodes, {len(plan.order)} ops, {plan.n_slots} pose slots")
+    return 0
+
+
+def _args_schema(p):
+    pass
+
+
+def _cmd_schema(args):
+    from .graph import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+    return 0
+
+
+def _args_run(p):
+    p.add_argument("graph", help="a graph file (JSON)")
+    p.add_argument("--frames", type=int, required=True, help="frames to evaluate")
+    p.add_argument("--batch", type=int, default=1, help="characters evaluated together (default 1)")
+    p.add_argument("--dt", type=float, default=1.0 / 60.0, help="frame time in seconds (default 1/60)")
+    p.add_argument(
+        "--input", action="append", default=[], metavar="NAME=VALUE",
+        help="set an input node for every character: a number, true/false or x,y,z (repeatable)",
+    )
+    p.add_argument("--out", help="write x.bvh (first character's pose) or x.npz (every output)")
+
+
+def _cmd_run(args):
+    from .runner import run
+
+    s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out)
+    per_frame = s["seconds"] / s["frames"]
+    print(
+        f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s "
+        f"in {s['seconds']:.3f} s ({per_frame * 1e6:.1f} us per frame, "
+        f"{per_frame * 1e9 / s['batch']:.0f} ns per character)"
+    )
+    print("  outputs " + ", ".join(f"{k} ({v})" for k, v in s["outputs"].items()))
+    if s["out"]:
+        print(f"  wrote {s['out']}")
+    return 0
+
+
+def _args_demo(p):
+    p.add_argument("--out", default="animgraph-demo", help="directory for demo.bvh and demo.svg (default ./animgraph-demo)")
+    p.add_argument("--frames", type=int, default=900, help="frames at 60 Hz (default 900: 15 s)")
+
+
+def _cmd_demo(args):
+    from . import demo
+
+    return demo.main(args.out, args.frames)
+
+
+def _args_bench(p):
+    p.add_argument("--json", action="store_true", help="print one JSON object {machine, results}")
+    p.add_argument("--quick", action="store_true", help="few repetitions and no cold-compile run (for tests)")
+
+
+def _cmd_bench(args):
+    from . import bench
+
+    return bench.main(json_output=args.json, quick=args.quick)
+
+
 # ---------------------------------------------------------------- registry
 
 # (name, one-line help, add_arguments(parser), handler(args) -> exit status)
 COMMANDS = [
     ("info", "skeleton, frames, rate, duration, root speed and turning of a BVH file", _args_info, _cmd_info),
+    ("validate", "check a graph file: prints OK and its size, or the one-line error", _args_validate, _cmd_validate),
+    ("schema", "print the JSON Schema of graph files", _args_schema, _cmd_schema),
+    ("run", "evaluate a graph for N frames, optionally writing .bvh or .npz", _args_run, _cmd_run),
+    ("demo", "the locomotion graph on the bundled clips: prints what it did, writes a BVH and a plot", _args_demo,
+     _cmd_demo),
+    ("bench", "the benchmark suite (ns per character per frame, compile and start-up times)", _args_bench, _cmd_bench),
     ("verify", "every node's propagated velocities against central differences, as a table", _args_verify, _cmd_verify),
 ]
 

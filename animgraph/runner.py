@@ -1,0 +1,237 @@
+"""Running a graph file for N frames: inputs given as text, a progress bar, outputs written atomically.
+
+This is what ``animgraph run`` and ``animgraph validate`` do, as functions:
+
+- ``validate(path)`` loads, checks and plans a graph (no compiling) and returns the plan;
+- ``run(path, frames, batch, dt, inputs, out)`` evaluates it and writes ``out``:
+  ``.bvh`` the first character's local pose sequence of the first pose output (on the
+  graph's skeleton), ``.npz`` every output of every character and frame.
+
+Every user-input problem is an ``AnimgraphError`` (one line naming file, node and port);
+nothing is written unless the whole run succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .check import GraphWarning
+from .errors import AnimgraphError, GraphError
+from .pose import FIELDS, Clip, Pose
+
+OUT_SUFFIXES = (".bvh", ".npz")
+PROGRESS_DELAY = 0.5  # s: the bar appears only on runs longer than this
+
+
+def validate(path):
+    """The plan of graph file ``path`` (checked, assets loaded, tables laid out, nothing compiled)."""
+    from .graph import Graph
+    from .plan import make_plan
+
+    return make_plan(Graph.load(path), batch=1, warn=False)
+
+
+def parse_input(text):
+    """``'name=value'`` -> (name, value): a number, true/false, or a list as ``1,2,3`` or ``[1, 2, 3]``."""
+    name, sep, raw = text.partition("=")
+    name, raw = name.strip(), raw.strip()
+    if not sep or not name or not raw:
+        raise AnimgraphError(f"--input {text!r}: expected name=value")
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        try:
+            value = [float(v) for v in raw.split(",")] if "," in raw else float(raw)
+        except ValueError:
+            raise AnimgraphError(
+                f"--input {text!r}: cannot read {raw!r} as a number, true/false or a list like 1,2,3"
+            ) from None
+    if isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        value = [float(v) for v in value]
+    elif isinstance(value, bool):
+        value = float(value)
+    elif isinstance(value, (int, float)):
+        value = float(value)
+    else:
+        raise AnimgraphError(f"--input {text!r}: a value is a number, true/false or a list of numbers")
+    return name, value
+
+
+def check_out(out):
+    """``out`` as a Path with a known suffix in an existing directory, or an AnimgraphError."""
+    if out is None:
+        return None
+    out = Path(out)
+    if out.suffix.lower() not in OUT_SUFFIXES:
+        raise AnimgraphError(f"--out {out}: the output file must end in .bvh or .npz")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise AnimgraphError(f"--out {out}: no such directory {parent}")
+    if out.is_dir():
+        raise AnimgraphError(f"--out {out}: is a directory")
+    return out
+
+
+class Recorder:
+    """Copies of every output per frame (first character only when ``first_only``)."""
+
+    def __init__(self, outputs, frames, first_only):
+        self.arrays = {}
+        self.first_only = first_only
+        for nid, value in outputs.items():
+            for key, a in _arrays(nid, value):
+                shape = a.shape[1:] if first_only and a.ndim > _tail(key) else a.shape
+                self.arrays[key] = np.empty((frames,) + shape, a.dtype)
+
+    def record(self, frame, outputs):
+        for nid, value in outputs.items():
+            for key, a in _arrays(nid, value):
+                self.arrays[key][frame] = a[0] if self.first_only and a.ndim > _tail(key) else a
+
+
+def _tail(key):
+    """Number of trailing axes of one character's array under ``key`` (pose fields: 2, signals: 1)."""
+    return 2 if key.rsplit(".", 1)[-1] in FIELDS else 1
+
+
+def _arrays(nid, value):
+    if isinstance(value, Pose):
+        return [(f"{nid}.{f}", getattr(value, f)) for f in FIELDS]
+    return [(nid, value)]
+
+
+def _first_bad(arrays):
+    """(key, frame) of the first non-finite value, or None."""
+    for key, a in arrays.items():
+        bad = ~np.isfinite(a.reshape(a.shape[0], -1)).all(axis=1)
+        if bad.any():
+            return key, int(np.argmax(bad))
+    return None
+
+
+def _progress(frames, enabled):
+    from tqdm import tqdm
+
+    # disable=None: tqdm shows the bar only when stderr is a terminal; delay: only on long runs.
+    return tqdm(
+        total=frames, unit="frame", file=sys.stderr, disable=None if enabled else True,
+        delay=PROGRESS_DELAY, leave=False,
+    )
+
+
+def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True):
+    """Evaluate graph file ``path`` for ``frames`` frames of ``dt`` s on ``batch`` characters; write ``out``.
+
+    ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0).
+    Returns a summary dict (frames, batch, dt, seconds, outputs, written file).
+    """
+    from .runtime import compile as compile_graph
+
+    if not (isinstance(frames, int) and frames >= 1):
+        raise AnimgraphError(f"--frames must be a whole number >= 1, got {frames!r}")
+    if not (isinstance(batch, int) and batch >= 1):
+        raise AnimgraphError(f"--batch must be a whole number >= 1, got {batch!r}")
+    if not (isinstance(dt, float) and math.isfinite(dt) and dt > 0.0):
+        raise AnimgraphError(f"--dt must be a finite number of seconds > 0, got {dt!r}")
+    out = check_out(out)
+    values = dict(parse_input(text) for text in inputs)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", GraphWarning)
+        plan = compile_graph(path, batch=batch)
+    for w in caught:
+        print(f"animgraph: warning: {w.message}", file=sys.stderr)
+    file = plan.file
+    poses = [nid for nid, (kind, _, _) in plan.outputs.items() if kind == "pose"]
+    if out is not None and out.suffix.lower() == ".bvh" and not poses:
+        raise GraphError("a .bvh output needs a pose output node", file=file)
+    inst = plan.instance()
+    inst.set_inputs(values)  # unknown names and bad values fail here, before any frame
+
+    recorder = None
+    if out is not None:
+        first_only = out.suffix.lower() == ".bvh"
+        recorder = Recorder({poses[0]: inst.outputs[poses[0]]} if first_only else inst.outputs, frames, first_only)
+    start = time.perf_counter()
+    with _progress(frames, progress) as bar:
+        for f in range(frames):
+            outputs = inst.step(dt)
+            if recorder is not None:
+                recorder.record(f, outputs)
+            else:
+                _check_finite(outputs, f, file)
+            bar.update(1)
+    seconds = time.perf_counter() - start
+    if recorder is not None:
+        bad = _first_bad(recorder.arrays)
+        if bad:
+            key, f = bad
+            raise GraphError(f"output {key} is not finite at frame {f}: nothing written", file=file)
+        if out.suffix.lower() == ".bvh":
+            _write_bvh(out, plan, recorder.arrays, poses[0], dt)
+        else:
+            _write_npz(out, plan, recorder.arrays, dt)
+    return {
+        "graph": str(file),
+        "frames": frames,
+        "batch": batch,
+        "dt": dt,
+        "seconds": seconds,
+        "outputs": {nid: kind for nid, (kind, _, _) in plan.outputs.items()},
+        "out": str(out) if out is not None else None,
+    }
+
+
+def _check_finite(outputs, frame, file):
+    for nid, value in outputs.items():
+        for key, a in _arrays(nid, value):
+            if not np.isfinite(a).all():
+                raise GraphError(f"output {key} is not finite at frame {frame}", file=file)
+
+
+def _write_bvh(out, plan, arrays, nid, dt):
+    """The first character's pose sequence as BVH (a global pose output is made local first)."""
+    from .bvh import save_bvh
+    from .ops import bk
+
+    pose = Pose(*(arrays[f"{nid}.{f}"] for f in FIELDS))
+    if plan.checked.spaces.get((nid, "pose", "out")) == "global":
+        pose = bk(pose, plan.skeleton.parents)
+    save_bvh(out, plan.skeleton, Clip(plan.skeleton, pose.pos, pose.rot, pose.scl, dt=dt))
+
+
+def _write_npz(out, plan, arrays, dt):
+    """Every output array (frames, batch, ...) plus dt and the skeleton, written to a temporary file then renamed."""
+    extra = {"dt": np.float64(dt)}
+    if plan.skeleton is not None:
+        extra["joint_names"] = np.array(plan.skeleton.names)
+        extra["parents"] = np.asarray(plan.skeleton.parents)
+    batch = plan.batch
+    data = {k: (a[:, None] if batch == 1 else a) for k, a in arrays.items()}  # always (frames, batch, ...)
+    atomic_write(out, lambda f: np.savez(f, **data, **extra))
+
+
+def atomic_write(path, write, mode="wb"):
+    """Call ``write(fileobj)`` on a temporary file beside ``path``, then rename it to ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as f:
+            write(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

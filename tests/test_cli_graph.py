@@ -1,0 +1,177 @@
+"""``animgraph validate / schema / run / demo``: happy paths in-process, every bad input exits 2 with one line.
+
+Bad input must print exactly one stderr line naming the file, node or port, exit with
+status 2, and leave the output directory empty (no file, no temporary file).
+"""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import animgraph as ag
+from animgraph import graphs
+from animgraph.cli import main
+
+BLEND = str(graphs.path("blend"))
+
+
+def run_cli(capsys, *argv):
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_validate_prints_ok_with_node_count(capsys):
+    status, out, err = run_cli(capsys, "validate", BLEND)
+    assert status == 0 and err == ""
+    assert out.startswith(f"OK {BLEND}: 5 nodes")
+
+
+def test_schema_is_json_with_every_node_type(capsys):
+    status, out, _ = run_cli(capsys, "schema")
+    assert status == 0
+    schema = json.loads(out)
+    tags = {d["properties"]["type"]["const"] for d in schema["$defs"].values() if "type" in d.get("properties", {})}
+    assert {"sample", "blend", "select", "inertialize", "foot_lock", "input", "output"} <= tags
+
+
+def test_run_writes_bvh_of_the_first_character(capsys, tmp_path):
+    out = tmp_path / "blend.bvh"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 30, "--batch", 2, "--input", "alpha=0.25",
+                                "--out", out)
+    assert status == 0, err
+    assert "30 frames x 2 characters" in text and str(out) in text
+    skel, clip = ag.load_bvh(out)
+    assert clip.frames == 30 and len(skel) == 31 and clip.dt == pytest.approx(1 / 60)
+    # The same run through the API: the file holds character 0's local pose (BVH keeps ~9 digits).
+    inst = ag.compile(BLEND, batch=2).instance()
+    for _ in range(30):
+        pose = inst.step(1 / 60, {"alpha": 0.25})["out"]
+    assert np.allclose(clip.pos[-1, 0], pose.pos[0, 0], atol=1e-5)
+    assert np.allclose(np.abs((clip.rot[-1] * pose.rot[0]).sum(-1)), 1.0, atol=1e-5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blend.bvh"]
+
+
+def test_run_writes_npz_of_every_output(capsys, tmp_path):
+    out = tmp_path / "loco.npz"
+    status, _, err = run_cli(capsys, "run", graphs.path("locomotion"), "--frames", 12, "--batch", 3, "--dt", 0.02,
+                             "--input", "gait=2", "--input", "left_contact=true", "--out", out)
+    assert status == 0, err
+    data = np.load(out)
+    assert data["out.pos"].shape == (12, 3, 31, 3) and data["out.rot"].shape == (12, 3, 31, 4)
+    assert data["left_locked"].shape == (12, 3, 6) and float(data["dt"]) == 0.02
+    assert list(data["joint_names"][:2]) == ["Hips", "LHipJoint"]
+    assert all(np.isfinite(data[k]).all() for k in data.files if data[k].dtype.kind == "f")
+
+
+def test_run_without_out_prints_a_summary(capsys):
+    status, text, _ = run_cli(capsys, "run", graphs.path("select_inertialize"), "--frames", 5, "--input", "clip=1")
+    assert status == 0 and "5 frames x 1 characters" in text and "outputs out (pose)" in text
+
+
+def test_demo_writes_bvh_and_svg(capsys, tmp_path):
+    out = tmp_path / "demo"
+    status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 160)
+    assert status == 0, err
+    for words in ("walk -> jog", "jog -> run", "run -> walk", "locks", "foot slide", "velocities", "us per frame"):
+        assert words in text
+    skel, clip = ag.load_bvh(out / "demo.bvh")
+    assert clip.frames == 160 and len(skel) == 31
+    root = ET.parse(out / "demo.svg").getroot()
+    assert root.tag.endswith("svg") and len(root.findall("{http://www.w3.org/2000/svg}polyline")) >= 5
+    assert sorted(p.name for p in out.iterdir()) == ["demo.bvh", "demo.svg"]
+
+
+def _graph_file(tmp_path, text):
+    path = tmp_path / "graphs" / "g.json"
+    path.parent.mkdir()
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _blend_with(change):
+    data = json.loads(Path(BLEND).read_text(encoding="utf-8"))
+    change(data)
+    return json.dumps(data)
+
+
+BAD_GRAPHS = {
+    "malformed": ('{"format": "animgraph.graph", "version": 1, "nodes": [', ["invalid JSON", "line 1"]),
+    "unknown type": (_blend_with(lambda d: d["nodes"][3].update(type="mixer")), ["'mix'", "unknown node type", "blend"]),
+    "range": (_blend_with(lambda d: d["nodes"][0].update(rate=500.0)), ["'walk'", "rate"]),
+    "dangling": (_blend_with(lambda d: d["links"].pop(1)), ["'mix'", "'b'", "not linked"]),
+    "fed twice": (_blend_with(lambda d: d["links"].append(["walk.pose", "mix.b"])), ["'mix'", "'b'", "fed twice"]),
+    "mismatch": (_blend_with(lambda d: d["links"].__setitem__(0, ["alpha.value", "mix.a"])),
+                 ["'mix'", "'a'", "mismatch"]),
+    "cycle": (_blend_with(lambda d: d["links"].__setitem__(0, ["mix.pose", "mix.a"])), ["cycle", "mix"]),
+    "missing asset": (_blend_with(lambda d: d["assets"].update(walk="nowhere/walk.bvh")),
+                      ["'walk'", "file not found"]),
+    "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", "version 1"]),
+}
+
+
+def assert_one_line_error(status, out, err, words):
+    assert status == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("animgraph: "), err
+    assert "Traceback" not in err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+@pytest.mark.parametrize("case", sorted(BAD_GRAPHS))
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_bad_graph_exits_2_with_one_line(capsys, tmp_path, case, command):
+    text, words = BAD_GRAPHS[case]
+    path = _graph_file(tmp_path, text)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    extra = ["--frames", 3, "--out", out_dir / "x.npz"] if command == "run" else []
+    status, out, err = run_cli(capsys, command, path, *extra)
+    assert_one_line_error(status, out, err, [str(path)] + words)
+    assert list(out_dir.iterdir()) == []
+
+
+BAD_RUNS = {
+    "missing graph": (["run", "no/such/graph.json", "--frames", 3], ["no/such/graph.json", "cannot read"]),
+    "unknown input": (["run", BLEND, "--frames", 3, "--input", "speed=1"], [BLEND, "'speed'", "unknown input", "alpha"]),
+    "bad value": (["run", BLEND, "--frames", 3, "--input", "alpha=fast"], ["alpha=fast", "number"]),
+    "not name=value": (["run", BLEND, "--frames", 3, "--input", "alpha"], ["'alpha'", "name=value"]),
+    "nan input": (["run", BLEND, "--frames", 3, "--input", "alpha=nan"], [BLEND, "'alpha'", "not finite"]),
+    "wrong width": (["run", BLEND, "--frames", 3, "--input", "alpha=1,2,3"], [BLEND, "'alpha'", "shape"]),
+    "bad extension": (["run", BLEND, "--frames", 3, "--out", "{out}/x.txt"], ["x.txt", ".bvh or .npz"]),
+    "no directory": (["run", BLEND, "--frames", 3, "--out", "{out}/sub/x.bvh"], ["sub", "no such directory"]),
+    "zero frames": (["run", BLEND, "--frames", 0, "--out", "{out}/x.bvh"], ["--frames", "got 0"]),
+    "bad dt": (["run", BLEND, "--frames", 3, "--dt", "nan", "--out", "{out}/x.bvh"], ["--dt"]),
+    "demo out is a file": (["demo", "--out", "{out}/file.txt", "--frames", 40], ["file.txt", "not a directory"]),
+    "demo frames": (["demo", "--out", "{out}/d", "--frames", 3], ["--frames"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RUNS))
+def test_bad_run_input_exits_2_with_one_line(capsys, tmp_path, case):
+    argv, words = BAD_RUNS[case]
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    if case == "demo out is a file":
+        (out_dir / "file.txt").write_text("keep")
+    before = sorted(p.name for p in out_dir.iterdir())
+    argv = [str(a).replace("{out}", str(out_dir)) for a in argv]
+    status, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(status, out, err, words)
+    assert sorted(p.name for p in out_dir.iterdir()) == before
+
+
+def test_console_script_runs_a_graph(tmp_path):
+    script = Path(sys.executable).with_name("animgraph")
+    assert script.exists(), "the animgraph console script is installed beside python"
+    out = tmp_path / "x.npz"
+    proc = subprocess.run([str(script), "run", BLEND, "--frames", "4", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert np.load(out)["out.pos"].shape == (4, 1, 31, 3)
