@@ -1,0 +1,359 @@
+"""``animgraph demo``: the shipped locomotion graph on the bundled walk, jog and run.
+
+The bundled clips are short takes whose root travels a few metres, so played in a
+loop they would snap back every period.  The demo prepares each one the way a game
+prepares its locomotion set (``locomotion_clip``):
+
+1. the root is re-expressed relative to the simulation bone (``preprocess.root_track``)
+   and the bone's path is straightened onto +Z, its arc length kept: the planted feet
+   stay (nearly) still and every clip faces +Z;
+2. one gait cycle ``[a, b)`` is cut where the pose and its motion match best, and the
+   small mismatch at the seam is spread over the cycle with an additive offset;
+3. the cycle is repeated with the root carried forward, so the clip is continuous for
+   ``distance`` metres, and it is *timed in metres*: one clip second is one metre.
+
+All three clips then sit at the same root position for the same clock, so the
+graph's shared ``rate`` input is the ground speed in m/s, a gait switch moves the
+root by nothing, and the inertializer only hides the change of gait.  Contacts are
+detected on the original clips (``preprocess.foot_contacts``) and fed to the foot
+locks each frame from the selected clip at its clock.
+
+The graph gets the prepared clips through ``compile(..., assets=...)``; run on its
+own (``animgraph run graphs/locomotion.json``) it plays the bundled clips as they are.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import data, kform, preprocess
+from .errors import AnimgraphError
+from .pose import FIELDS, Clip, Pose
+
+GAITS = ("walk", "jog", "run")
+SCHEDULE = ("walk", "jog", "run", "walk")  # one quarter of the demo each
+RAMP = 0.6  # s: speed ramp from one gait's natural speed to the next's
+DT = 1.0 / 60.0
+MIN_CYCLE = 0.5  # s: shortest gait cycle considered
+FEET = ("left", "right")
+FINE = 10  # the velocity check runs the demo again at FINE times the frame rate
+START = 5.0  # m: where the sample clocks start (a cycle or more into the prepared clips)
+
+
+@dataclass
+class LocomotionClip:
+    """A prepared clip: timed in metres (``clip.dt`` is metres per frame), contacts (F,2), natural speed m/s."""
+
+    name: str
+    clip: Clip
+    contacts: np.ndarray
+    speed: float
+    cycle: tuple  # (first frame, stop frame) of the cycle in the bundled clip
+    seconds: float  # cycle duration at the natural speed
+
+
+def _root_relative(skel, clip):
+    """Local pose (F,J) with the root relative to the simulation bone, its path straightened onto +Z."""
+    root_pos, root_rot = preprocess.root_track(skel, clip)
+    sim = Pose(root_pos[:, None], root_rot[:, None])
+    roots = [j for j in range(len(skel)) if skel.parents[j] < 0]
+    pose = Pose(clip.pos.copy(), clip.rot.copy(), clip.scl.copy())
+    for r in roots:
+        rel = kform.div(sim, Pose(clip.pos[:, r:r + 1], clip.rot[:, r:r + 1], clip.scl[:, r:r + 1]))
+        pose.pos[:, r], pose.rot[:, r] = rel.pos[:, 0], rel.rot[:, 0]
+    step = np.linalg.norm(np.diff(root_pos.astype(np.float64), axis=0), axis=1)
+    arc = np.concatenate([[0.0], np.cumsum(step)])
+    pose.pos[:, roots, 2] += arc[:, None].astype(np.float32)
+    return pose, arc, roots
+
+
+def _find_cycle(skel, pose, arc, dt):
+    """Frames (a, b) with b - a >= MIN_CYCLE s where the in-place pose and its motion match best."""
+    glob = preprocess.global_positions(skel, Clip(skel, pose.pos, pose.rot, pose.scl, dt)).astype(np.float64)
+    glob[..., 2] -= arc[:, None]  # in place: remove the forward progress
+    h = max(1, int(round(0.05 / dt)))
+    frames = len(glob)
+    idx = np.arange(h, frames - h)
+    motion = (glob[idx + h] - glob[idx - h]) / (2 * h * dt)
+    feats = np.concatenate([glob[idx].reshape(len(idx), -1), 0.1 * motion.reshape(len(idx), -1)], axis=1)
+    sq = (feats**2).sum(axis=1)
+    dist = sq[:, None] + sq[None, :] - 2.0 * feats @ feats.T
+    lag = idx[None, :] - idx[:, None]
+    dist[lag < int(math.ceil(MIN_CYCLE / dt))] = np.inf
+    i, j = np.unravel_index(np.argmin(dist), dist.shape)
+    if not np.isfinite(dist[i, j]):
+        raise AnimgraphError(f"clip shorter than one {MIN_CYCLE} s cycle")
+    return int(idx[i]), int(idx[j])
+
+
+def locomotion_clip(name, distance=100.0):
+    """Bundled clip ``name`` as a straight, seamless, metre-timed cycle repeated over ``distance`` metres."""
+    from .ops import additive, difference
+
+    skel, clip = data.load(name)
+    contacts = preprocess.foot_contacts(skel, clip)
+    pose, arc, roots = _root_relative(skel, clip)
+    a, b = _find_cycle(skel, pose, arc, clip.dt)
+    n, length = b - a, float(arc[b] - arc[a])
+    cycle = Pose(*(x[a:b].copy() for x in pose.as_tuple()))
+    cycle.pos[:, roots, 2] -= np.float32(arc[a])
+    # Spread the seam's mismatch: frame k gets k/n of the offset taking frame b (one cycle back) to frame a.
+    end = Pose(*(x[b].copy() for x in pose.as_tuple()))
+    end.pos[roots, 2] -= np.float32(arc[b])
+    seam = difference(Pose(*(x[0].copy() for x in cycle.as_tuple())), end)
+    seam = Pose(*(np.broadcast_to(x, (n,) + x.shape).copy() for x in seam.as_tuple()))
+    cycle = additive(cycle, seam, np.arange(n) / n)
+
+    repeats = int(math.ceil(distance / length)) + 1
+    tiled = [np.concatenate([x] * repeats) for x in (cycle.pos, cycle.rot, cycle.scl)]
+    tiled[0][:, roots, 2] += (np.repeat(np.arange(repeats), n) * length)[:, None].astype(np.float32)
+    out = Clip(skel, tiled[0], tiled[1], tiled[2], dt=length / n)
+    out.name = f"{name} (straight cycle, 1 clip second = 1 m)"
+    speed = length / (n * clip.dt)
+    return LocomotionClip(name, out, np.tile(contacts[a:b], (repeats, 1)), speed, (a, b), n * clip.dt)
+
+
+# ---------------------------------------------------------------- schedule
+
+
+def _smoothstep(u):
+    u = min(max(u, 0.0), 1.0)
+    return u * u * (3.0 - 2.0 * u), 6.0 * u * (1.0 - u)
+
+
+def schedule(t, total, speeds):
+    """(gait index, speed m/s, its rate m/s^2) at time ``t`` of a ``total`` s demo: walk, jog, run, walk."""
+    quarter = total / len(SCHEDULE)
+    k = min(int(t // quarter), len(SCHEDULE) - 1)
+    gait = GAITS.index(SCHEDULE[k])
+    if k == 0:
+        return gait, speeds[gait], 0.0
+    prev = speeds[GAITS.index(SCHEDULE[k - 1])]
+    s, ds = _smoothstep((t - k * quarter) / RAMP)
+    return gait, prev + (speeds[gait] - prev) * s, (speeds[gait] - prev) * ds / RAMP
+
+
+# ---------------------------------------------------------------- run
+
+
+def simulate(frames, locks=True, clips=None, dt=DT):
+    """Run graphs/locomotion.json for ``frames`` frames of ``dt`` s; returns a dict of per-frame arrays."""
+    from . import graphs
+    from .runtime import compile as compile_graph
+
+    total = frames * dt
+    # Metres to cover: the start, then at most the fastest bundled gait (about 4 m/s) all along.
+    clips = clips or {g: locomotion_clip(g, distance=START + total * 4.5 + 5.0) for g in GAITS}
+    speeds = [clips[g].speed for g in GAITS]
+    plan = compile_graph(graphs.path("locomotion"), batch=1, assets={g: clips[g].clip for g in GAITS})
+    inst = plan.instance()
+    # Start one cycle in: a looping clip's first segment interpolates from its last frame,
+    # which on an unrolled clip is far ahead.  Every sample clock starts at the same metre.
+    clock = START
+    inst.reset(clock)
+    skel = plan.skeleton
+
+    rec = {f: np.empty((frames, len(skel), 4 if f == "rot" else 3), np.float32) for f in FIELDS}
+    rec.update(gait=np.empty(frames, int), speed=np.empty(frames), contact=np.zeros((frames, 2), bool),
+               step_s=np.empty(frames), locked=np.empty((frames, 2, 6)))
+    for f in range(frames):
+        gait, speed, accel = schedule(f * dt, total, speeds)
+        lc = clips[GAITS[gait]]
+        period = lc.clip.frames * lc.clip.dt
+        key = int(round((clock % period) / lc.clip.dt)) % lc.clip.frames
+        contact = lc.contacts[key]  # recorded either way; fed to the locks only when ``locks``
+        start = time.perf_counter()
+        out = inst.step(dt, {"gait": gait, "rate": (speed, accel),
+                             "left_contact": locks and bool(contact[0]), "right_contact": locks and bool(contact[1])})
+        rec["step_s"][f] = time.perf_counter() - start
+        for name in FIELDS:
+            rec[name][f] = getattr(out["out"], name)
+        rec["locked"][f] = out["left_locked"], out["right_locked"]
+        rec["gait"][f], rec["speed"][f], rec["contact"][f] = gait, speed, contact
+        clock += speed * dt  # the sample nodes' own clock: sampled at clock, then advanced by rate * dt
+    rec["skeleton"], rec["clips"], rec["plan"], rec["dt"] = skel, clips, plan, dt
+    return rec
+
+
+def analyse(rec):
+    """Transitions, lock events, foot slide and the velocity check of a ``simulate`` record."""
+    from .ops import fk
+
+    skel = rec["skeleton"]
+    glob = fk(Pose(*(rec[f] for f in FIELDS)), skel.parents)
+    pos, vel = glob.pos.astype(np.float64), glob.vel.astype(np.float64)
+    dt = rec["dt"]
+    fd = (pos[2:] - pos[:-2]) / (2 * dt)
+    err = np.linalg.norm(vel[1:-1] - fd, axis=-1)
+    gait = rec["gait"]
+    changes = np.flatnonzero(np.diff(gait)) + 1
+    toes = [skel.index(f"{side}_toe") for side in FEET]
+    contact = rec["contact"]
+    starts = (contact[1:] & ~contact[:-1]).sum(axis=0) + contact[0]
+    ends = (~contact[1:] & contact[:-1]).sum(axis=0)
+    ground = np.linalg.norm(vel[:, toes][..., [0, 2]], axis=-1)  # toe ground speed (F, 2)
+    return {
+        "glob_pos": pos,
+        "glob_vel": vel,
+        "transitions": [(int(f), GAITS[gait[f - 1]], GAITS[gait[f]]) for f in changes],
+        "locks": starts,
+        "releases": ends,
+        "toe_height": pos[:, toes, 1],
+        "toe_ground_speed": ground,
+        "slide": float(ground[contact].mean()) if contact.any() else 0.0,
+        "fd_median": float(np.median(err)),
+        "fd_p99": float(np.percentile(err, 99)),
+        "fd_max": float(err.max()),
+        "distance": float(pos[-1, 0, 2] - pos[0, 0, 2]),
+    }
+
+
+def main(out_dir="animgraph-demo", frames=900):
+    """The ``animgraph demo`` command: run, print what happened, write demo.bvh and demo.svg to ``out_dir``."""
+    from .bvh import save_bvh
+
+    if not (isinstance(frames, int) and frames >= 8 * len(SCHEDULE)):
+        raise AnimgraphError(f"--frames must be a whole number >= {8 * len(SCHEDULE)}, got {frames!r}")
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AnimgraphError(f"--out {out_dir}: exists and is not a directory")
+
+    locked = simulate(frames, locks=True)
+    free = simulate(frames, locks=False, clips=locked["clips"])
+    a, b = analyse(locked), analyse(free)
+    # Velocities against central differences ten times finer, where FD's own error is small.
+    fine = analyse(simulate(frames * FINE, locks=True, clips=locked["clips"], dt=DT / FINE))
+    skel, clips = locked["skeleton"], locked["clips"]
+
+    from . import graphs
+
+    print(f"animgraph demo: {graphs.path('locomotion')}")
+    print("  clips        " + ", ".join(
+        f"{g} {clips[g].speed:.2f} m/s (cycle {clips[g].seconds:.2f} s)" for g in GAITS)
+        + ": straight, seamless, timed in metres (rate = speed)")
+    print(f"  frames       {frames} at {1 / DT:g} Hz ({frames * DT:.1f} s), 1 character, {a['distance']:.1f} m travelled")
+    print("  transitions  " + (", ".join(f"{f * DT:.2f} s {x} -> {y}" for f, x, y in a["transitions"]) or "none")
+          + " (inertialized)")
+    print("  foot locks   " + ", ".join(
+        f"{side} {a['locks'][i]} locks / {a['releases'][i]} releases" for i, side in enumerate(FEET)))
+    print(f"  foot slide   toe ground speed in contact: {b['slide']:.3f} m/s unlocked -> {a['slide']:.3f} m/s locked")
+    print(f"  velocities   every joint's propagated velocity vs central differences at {FINE / DT:g} Hz: median "
+          f"{fine['fd_median']:.4f} m/s, 99% {fine['fd_p99']:.3f} m/s, max {fine['fd_max']:.2f} m/s")
+    steps = locked["step_s"][1:]
+    print(f"  time         {np.median(steps) * 1e6:.1f} us per frame (median step, inputs included; "
+          f"first frame {locked['step_s'][0] * 1e3:.0f} ms)")
+
+    clip = Clip(skel, locked["pos"], locked["rot"], locked["scl"], dt=DT)
+    svg = plot_svg(locked, a, b)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    from .runner import atomic_write
+
+    save_bvh(out_dir / "demo.bvh", skel, clip)
+    atomic_write(out_dir / "demo.svg", lambda f: f.write(svg.encode("utf-8")))
+    print(f"  wrote        {out_dir / 'demo.bvh'} ({frames} frames), {out_dir / 'demo.svg'}")
+    return 0
+
+
+# ---------------------------------------------------------------- plot
+
+COLORS = {"walk": "#dcefdc", "jog": "#f6efd2", "run": "#f6dcdc", "left": "#1f77b4", "right": "#e6731a"}
+
+
+class _Panel:
+    """One plot area of the SVG: data ranges mapped to pixels."""
+
+    def __init__(self, x, y, w, h, t1, lo, hi):
+        self.x, self.y, self.w, self.h, self.t1, self.lo, self.hi = x, y, w, h, t1, lo, hi
+
+    def px(self, t):
+        return self.x + self.w * t / self.t1
+
+    def py(self, v):
+        return self.y + self.h * (1.0 - (v - self.lo) / (self.hi - self.lo))
+
+    def line(self, t, v, color, width=1.5, dash=""):
+        pts = " ".join(f"{self.px(a):.1f},{self.py(b):.1f}" for a, b in zip(t, v))
+        extra = f' stroke-dasharray="{dash}"' if dash else ""
+        return f'<polyline fill="none" stroke="{color}" stroke-width="{width}"{extra} points="{pts}"/>'
+
+    def band(self, t0, t1, color, v0=None, v1=None, opacity=1.0):
+        y0 = self.y if v1 is None else self.py(v1)
+        y1 = self.y + self.h if v0 is None else self.py(v0)
+        return (f'<rect x="{self.px(t0):.1f}" y="{y0:.1f}" width="{max(self.px(t1) - self.px(t0), 0.5):.1f}" '
+                f'height="{y1 - y0:.1f}" fill="{color}" fill-opacity="{opacity}"/>')
+
+    def axes(self, label, ticks):
+        out = [f'<rect x="{self.x}" y="{self.y}" width="{self.w}" height="{self.h}" fill="none" stroke="#444"/>',
+               f'<text x="{self.x}" y="{self.y - 6}" font-size="13">{label}</text>']
+        for v in ticks:
+            y = self.py(v)
+            out.append(f'<line x1="{self.x - 4}" y1="{y:.1f}" x2="{self.x}" y2="{y:.1f}" stroke="#444"/>')
+            out.append(f'<text x="{self.x - 7}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{v:g}</text>')
+        for s in range(int(self.t1) + 1):
+            x = self.px(s)
+            out.append(f'<line x1="{x:.1f}" y1="{self.y + self.h}" x2="{x:.1f}" y2="{self.y + self.h + 4}" stroke="#444"/>')
+            out.append(f'<text x="{x:.1f}" y="{self.y + self.h + 16}" font-size="11" text-anchor="middle">{s}</text>')
+        return out
+
+
+def _runs(mask):
+    """(start, stop) index pairs of the True runs of a bool array."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def plot_svg(rec, locked, free):
+    """An SVG (text) of the demo: speed and gaits, toe heights with contacts, toe ground speed with and without locks."""
+    frames = len(rec["gait"])
+    t = np.arange(frames) * DT
+    t1 = frames * DT
+    width, left = 960, 70
+    w = width - left - 30
+    speed_hi = math.ceil(max(rec["speed"].max(), np.linalg.norm(locked["glob_vel"][:, 0, [0, 2]], axis=-1).max()))
+    p1 = _Panel(left, 40, w, 170, t1, 0.0, speed_hi)
+    height_hi = max(0.3, float(np.ceil(locked["toe_height"].max() * 10) / 10))
+    p2 = _Panel(left, 260, w, 150, t1, 0.0, height_hi)
+    slide_hi = max(0.5, float(np.ceil(np.percentile(free["toe_ground_speed"], 90) * 2) / 2))
+    p3 = _Panel(left, 460, w, 150, t1, 0.0, slide_hi)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="660" font-family="sans-serif">',
+           '<rect width="100%" height="100%" fill="white"/>']
+
+    gait = rec["gait"]
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(gait)) + 1, [frames]])
+    for s0, s1 in zip(bounds[:-1], bounds[1:]):
+        name = GAITS[gait[s0]]
+        out.append(p1.band(t[s0], t[s1 - 1] + DT, COLORS[name]))
+        out.append(f'<text x="{(p1.px(t[s0]) + p1.px(t[s1 - 1])) / 2:.1f}" y="{p1.y + 16}" font-size="12" '
+                   f'text-anchor="middle" fill="#555">{name}</text>')
+    for f, _, _ in locked["transitions"]:
+        for p in (p1, p2, p3):
+            out.append(f'<line x1="{p.px(t[f]):.1f}" y1="{p.y}" x2="{p.px(t[f]):.1f}" y2="{p.y + p.h}" '
+                       'stroke="#888" stroke-dasharray="4 3"/>')
+    hips = np.linalg.norm(locked["glob_vel"][:, 0, [0, 2]], axis=-1)
+    out += p1.axes("speed (m/s): input (black), hips ground speed from the propagated velocities (grey)",
+                   np.arange(0, speed_hi + 0.01, 1.0))
+    out.append(p1.line(t, hips, "#999", 1.0))
+    out.append(p1.line(t, rec["speed"], "#000", 2.0))
+
+    out += p2.axes("toe height (m): left (blue), right (orange); contacts shaded", np.round(np.linspace(0, height_hi, 4), 2))
+    for i, side in enumerate(FEET):
+        lo, hi = (0.0, 0.5 * height_hi) if i == 0 else (0.5 * height_hi, height_hi)
+        for s0, s1 in _runs(rec["contact"][:, i]):
+            out.append(p2.band(t[s0], t[s1 - 1] + DT, COLORS[side], lo, hi, 0.15))
+    for i, side in enumerate(FEET):
+        out.append(p2.line(t, locked["toe_height"][:, i], COLORS[side]))
+
+    out += p3.axes("left toe ground speed (m/s): locked (blue) and without locks (grey); contacts shaded",
+                   np.round(np.linspace(0, slide_hi, 4), 2))
+    for s0, s1 in _runs(rec["contact"][:, 0]):
+        out.append(p3.band(t[s0], t[s1 - 1] + DT, COLORS["left"], opacity=0.12))
+    out.append(p3.line(t, np.minimum(free["toe_ground_speed"][:, 0], slide_hi), "#999", 1.0))
+    out.append(p3.line(t, np.minimum(locked["toe_ground_speed"][:, 0], slide_hi), COLORS["left"]))
+    out.append(f'<text x="{left + w / 2}" y="650" font-size="12" text-anchor="middle">time (s)</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

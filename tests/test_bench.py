@@ -1,0 +1,44 @@
+"""``animgraph bench --json --quick``: the structure of the report (never its timings)."""
+
+import json
+import math
+
+from animgraph import graphs
+from animgraph.cli import main
+
+
+def test_bench_json_structure(capsys):
+    assert main(["bench", "--json", "--quick"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out)
+    assert set(data) == {"machine", "quick", "results"} and data["quick"] is True
+    machine = data["machine"]
+    for key in ("cores", "cpu", "numba", "threading_layer", "numba_threads"):
+        assert key in machine
+    results = {r["name"]: r for r in data["results"]}
+    expected = {"chain65/1", "chain65/1000", "chain65/1000/all-threads", "dispatch/chain65/python",
+                "step/overhead", "step/overhead+input", "startup/warm"}
+    expected |= {f"graph/{name}/{batch}" for name in graphs.names() for batch in (1, 64)}
+    assert expected <= set(results)
+    for name, r in results.items():
+        if name.startswith("startup/"):
+            assert r["ns_per_character"] is None
+            assert all(r[k] >= 0 for k in ("import_s", "plan_s", "first_step_s", "total_s"))
+            assert "skips the cold compile" in r["note"]
+        else:
+            assert math.isfinite(r["ns_per_character"]) and r["ns_per_character"] > 0
+            assert r["batch"] >= 1 and math.isclose(r["us_per_step"] * 1e3 / r["batch"], r["ns_per_character"])
+    assert results["chain65/1"]["threads"] == 1 and results["chain65/1000"]["threads"] == 1
+    assert results["chain65/1000"]["batch"] == 1000 and results["chain65/1"]["joints"] == 65
+    # The executor computes what the ag.ops functions composed by hand compute.
+    assert results["dispatch/chain65/python"]["max_abs_diff"] < 1e-4
+
+
+def test_humanoid65_is_a_humanoid():
+    from animgraph.bench import LEGS, humanoid65
+
+    skel = humanoid65()
+    assert len(skel) == 65 and (skel.parents < range(65)).all()
+    for leg in LEGS:
+        hip, knee, foot = (skel.index(j) for j in leg)
+        assert skel.parents[knee] == hip and skel.parents[foot] == knee
