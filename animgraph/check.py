@@ -55,7 +55,7 @@ def _ports(node, file):
     return ins, outs
 
 
-def _link(graph, index, link, ports, feeds, file):
+def _link(index, link, ports, feeds, file):
     """Check one link and record which output feeds which input."""
     (src, sport), (dst, dport) = (_split(link[0], "source", index, file), _split(link[1], "destination", index, file))
     for nid, port in ((src, sport), (dst, dport)):
@@ -110,7 +110,7 @@ def check(graph, file=None, warn=True):
 
     feeds = {}
     for i, link in enumerate(graph.links):
-        _link(graph, i, link, ports, feeds, file)
+        _link(i, link, ports, feeds, file)
 
     dag = nx.DiGraph()
     dag.add_nodes_from(nodes)

@@ -333,9 +333,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
 
         if getattr(node, "GRAPH_INPUT", False):
             (name, port), = checked.outputs[nid].items()
-            off = located[(nid, name)]
-            inputs[nid] = (off, port.signal)
-            sig_parts[-1][:] = _signal_block(port.signal, node.default)
+            inputs[nid] = (located[(nid, name)], port.signal)
         if nid in sinks:
             (name, port), = checked.outputs[nid].items()
             outputs[nid] = (port.signal, located[(nid, name)], row[6])
@@ -343,6 +341,9 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
     ops = np.array(ops, dtype=np.int64).reshape(-1, OPS_COLUMNS)
     io = np.array(io, dtype=np.int64)
     sig_init = np.concatenate(sig_parts) if sig_parts else np.zeros(0)
+    for nid, (off, kind) in inputs.items():  # inputs start at their defaults
+        block = _signal_block(kind, nodes[nid].default)
+        sig_init[off:off + len(block)] = block
     n_slots = max(slots.count, 1)
     return Plan(
         graph=graph,
