@@ -180,12 +180,12 @@ def _cmd_run(args):
     from .runner import run
 
     s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out)
-    per_frame = s["seconds"] / s["frames"]
-    print(
-        f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s "
-        f"in {s['seconds']:.3f} s ({per_frame * 1e6:.1f} us per frame, "
-        f"{per_frame * 1e9 / s['batch']:.0f} ns per character)"
-    )
+    line = f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s"
+    if s["frames"] > 1:
+        per_frame = s["seconds"] / (s["frames"] - 1)
+        line += (f"; {per_frame * 1e6:.1f} us per frame ({per_frame * 1e9 / s['batch']:.0f} ns per character), "
+                 f"first frame {s['first_frame_seconds'] * 1e3:.0f} ms (executor load)")
+    print(line)
     print("  outputs " + ", ".join(f"{k} ({v})" for k, v in s["outputs"].items()))
     if s["out"]:
         print(f"  wrote {s['out']}")

@@ -318,7 +318,7 @@ def plot_svg(rec, locked, free):
     p1 = _Panel(left, 40, w, 170, t1, 0.0, speed_hi)
     height_hi = max(0.3, float(np.ceil(locked["toe_height"].max() * 10) / 10))
     p2 = _Panel(left, 260, w, 150, t1, 0.0, height_hi)
-    slide_hi = max(0.5, float(np.ceil(np.percentile(free["toe_ground_speed"], 90) * 2) / 2))
+    slide_hi = 1.0  # m/s: the scale of a sliding planted foot, not of a swinging one
     p3 = _Panel(left, 460, w, 150, t1, 0.0, slide_hi)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="660" font-family="sans-serif">',
            '<rect width="100%" height="100%" fill="white"/>']
@@ -348,7 +348,7 @@ def plot_svg(rec, locked, free):
     for i, side in enumerate(FEET):
         out.append(p2.line(t, locked["toe_height"][:, i], COLORS[side]))
 
-    out += p3.axes("left toe ground speed (m/s): locked (blue) and without locks (grey); contacts shaded",
+    out += p3.axes("left toe ground speed (m/s, clipped at 1): locked (blue) and without locks (grey); contacts shaded",
                    np.round(np.linspace(0, slide_hi, 4), 2))
     for s0, s1 in _runs(rec["contact"][:, 0]):
         out.append(p3.band(t[s0], t[s1 - 1] + DT, COLORS["left"], opacity=0.12))
