@@ -147,6 +147,7 @@ def _write_once(path, text):
     fd, tmp = tempfile.mkstemp(prefix=".executor.", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; it is an ordinary cache file
     os.replace(tmp, path)
 
 

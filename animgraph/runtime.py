@@ -236,13 +236,21 @@ class Instance:
         self.nodes[node_id] = new
 
     def reset(self, time=0.0, characters=None):
-        """Set every node's state as at ``time`` seconds (scalar, or one per character) for the characters given (all)."""
+        """Set every node's state as at ``time`` seconds (scalar, or one per character) for the characters given (all).
+
+        The world placement of pose outputs (see ``teleport``) is kept: a reset restarts
+        the animation, not where the character stands.  Inputs keep their values.
+        """
         rows = np.arange(self.batch) if characters is None else np.atleast_1d(np.asarray(characters))
         times = np.broadcast_to(np.asarray(time, dtype=np.float64), rows.shape)
         if not np.all(np.isfinite(times)):
             raise GraphError(f"reset time is not finite: {time!r}", file=self.plan.file)
+        places = [slice(so, so + 7) for kind, _, so in self.plan.outputs.values() if kind == "pose"]
+        kept = [self.st[rows, p].copy() for p in places]
         for t in np.unique(times):
             self.st[rows[times == t]] = self.plan.state(float(t), self.nodes)
+        for p, k in zip(places, kept):
+            self.st[rows, p] = k
 
     def teleport(self, pos_delta, rot_delta=None, characters=None):
         """Move characters in the world: positions by ``pos_delta`` (m), turned by ``rot_delta`` about the root.

@@ -268,6 +268,13 @@ def test_teleport_translation_moves_positions_keeps_velocities():
                                atol=1e-5)
     np.testing.assert_allclose(a["local"].pos[1, 0] - b["local"].pos[1, 0], delta, atol=1e-5)
     np.testing.assert_array_equal(a["local"].pos[1, 1:], b["local"].pos[1, 1:])
+    # A reset restarts the animation where the character stands.
+    moved.reset(0.5)
+    still.reset(0.5)
+    a, b = frozen(moved.step(DT)), still.step(DT)
+    np.testing.assert_allclose(a["glob"].pos[1] - b["glob"].pos[1], np.broadcast_to(delta, b["glob"].pos[1].shape),
+                               atol=1e-5)
+    assert_pose(a["glob"][0], b["glob"][0], atol=0)
 
 
 def test_teleport_rotation_turns_about_the_root():
