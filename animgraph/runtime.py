@@ -62,8 +62,8 @@ def _entry(dispatcher):
 
     def first(*args):
         dispatcher(*args)
-        overloads = list(dispatcher.overloads.values())
-        return overloads[0].entry_point if len(overloads) == 1 else dispatcher
+        overloads = list(getattr(dispatcher, "overloads", {}).values())
+        return getattr(overloads[0], "entry_point", dispatcher) if len(overloads) == 1 else dispatcher
 
     return first
 
