@@ -2,18 +2,29 @@
 
 On a transition at time T the node keeps what it showed, carried one frame on at its own
 velocities (so it is the pose at T and nothing pops), and extrapolates it with velocities
-decaying at ``λ = ln2 / halflife`` (exact exponential decay, ``animgraph.decay``):
-``p(t) = p0 + v0 (1 - e^-λt)/λ``, ``v(t) = v0 e^-λt``; rotations turn about the fixed axis
-of ``w0`` by ``w0 (1 - e^-λt)/λ`` and scales grow by ``exp(svl0 (1 - e^-λt)/λ)``.
-The output is the blend from the extrapolated pose to the input with the smoothstep
-weight ``α = 3s² - 2s³``, ``s = t / duration``, ``α' = 6 s (1 - s) / duration``, the
-weight's rate included in the velocities: positions lerp, scales lerp in log space, and
-rotations turn ``exp(α d)`` of the arc ``d`` from the extrapolated rotation to the input
-(``nodes/blend.py``'s ``weighted_rot``).  The arc starts as the shortest one and then
-stays continuous: both ends move, and when the short way round would switch sides
-(``|d|`` passing π) the node keeps the arc it was on (``|d| < 2π``), since a plain
-shortest-path blend jumps there by ``α 2π``.  After ``duration`` the output is the input.
-A zero duration is a cut; a zero half-life holds the old pose still.
+decaying at ``λ = ln2 / halflife`` (exact, ``animgraph.decay``): ``p(t) = p0 + v0 (1 -
+e^-λt)/λ``, ``v(t) = v0 e^-λt``, log-scales likewise.  The output fades from that pose to
+the input with the smoothstep weight ``α = 3s² - 2s³``, ``s = t / duration``, ``α' = 6 s
+(1 - s) / duration``, whose rate enters every velocity: positions lerp, scales lerp in log
+space.  After ``duration`` the output is the input.  A zero duration is a cut; a zero
+half-life holds the old pose still.
+
+Rotations: ``rot = exp(α β) exp(α d0) exp((1-α) γ) g0``, three arcs whose logarithms are
+known without history.  ``γ = w0 (1 - e^-κt)/κ`` is the old rotation ``g0``'s extrapolated
+turn (closed form, fixed axis); ``d0 = log(b0 g0⁻¹)`` the gap to the input at T, the short
+way, chosen once; ``β = log(b b0⁻¹)`` the input's own turn since T on the quaternion double
+cover (the sign kept nearer last frame's, so |β| < 2π).  A plain blend's shortest arc from
+the extrapolated pose to the input flips where it passes a half turn (a pop of α 2π), and
+following that arc continuously only moves the flip to a whole turn, where its direction
+is undefined (the output whirls, and the branch it lands on depends on the step).  Here
+nothing depends on where the two moving ends meet: ``β`` is singular only if the input
+itself turns a whole turn within the fade (the bundled clips' joints turn at most 1.7 rad
+in 0.5 s), so the output is one function of time whatever the steps (steps need only turn
+a joint less than π).  ``κ = max(λ, |w0| / MAX_TURN)`` caps the extrapolated turn at a
+quarter turn, from the same starting rate: mocap jitter (a toe at 54 rad/s) coasts instead
+of spinning turns that the fade must then unwind.  The angular speed is at most the
+input's plus the extrapolation's plus ``α' (|β| + |d0| + |γ|)`` (for |β| <= π, where the
+factor from the input's rate to the first arc's is at most 1).
 """
 
 import math
@@ -23,17 +34,21 @@ import numpy as np
 from numba import njit
 from pydantic import Field
 
-from animgraph.decay import halflife_rate, kform_extrapolate
+from animgraph.decay import coast, halflife_rate, kform_extrapolate
 from animgraph.maths import (
     ang_to_sa_dx,
+    load4,
     load_kform,
+    qdot,
     qinv,
+    qlog,
     qmul,
     qrot,
+    qscale,
+    store4,
     store_kform,
     to_scaled_angle_axis,
     vadd,
-    vdot,
     vexp,
     vlen,
     vlerp,
@@ -44,11 +59,13 @@ from animgraph.maths import (
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose
 from animgraph.nodes.blend import weighted_rot
-from animgraph.nodes.inertialize import copy_pose, get3, put3, state_pose
+from animgraph.nodes.inertialize import copy_pose, state_pose
 
-HEADER = 4  # has a previous output, seconds since the transition, blend active, arcs to choose afresh
+HEADER = 4  # has a previous output, seconds since the transition, blend active, input at T to record
 KFORM = 19  # floats of one stored kineform
-TAU = 2.0 * math.pi
+TRACK = 8  # floats per joint: the input's rotation at the transition, its turn since (quaternions)
+MAX_TURN = 0.5 * math.pi  # most the extrapolated rotation turns in total (rad)
+ZERO = (0.0, 0.0, 0.0)
 
 
 @njit(cache=True)
@@ -61,50 +78,67 @@ def smoothstep(t, duration):
 
 
 @njit(cache=True)
-def arc(delta, prev, fresh):
-    """Rotation vector of ``delta`` (|d| < 2π): the shortest if ``fresh``, else the one nearer ``prev``."""
-    d = to_scaled_angle_axis(delta)
-    angle = vlen(d)
-    if fresh or angle < 1e-9:
-        return d
-    other = vsub(d, vscale(d, TAU / angle))  # the same rotation the other way round
-    gap = vsub(d, prev)
-    gap_other = vsub(other, prev)
-    return other if vdot(gap_other, gap_other) < vdot(gap, gap) else d
+def coasting_turn(ang, rate, t):
+    """Turn (rad, rotation vector) and rate ``t`` s on from ``ang`` decaying at ``rate`` 1/s or faster (MAX_TURN)."""
+    dist, fade = coast(max(rate, vlen(ang) / MAX_TURN), t)
+    return vscale(ang, dist), vscale(ang, fade)
 
 
 @njit(cache=True)
-def fade_kform(a, b, alpha, alpha_vel, prev_arc, fresh):
-    """Kineform from ``a`` (α=0) to ``b`` (α=1) with the weight's rate; rotation along the continuing arc.
+def input_turn(rot, start, prev):
+    """Turn ``rot start⁻¹`` of the input since the transition, the quaternion sign nearer ``prev``'s."""
+    turn = qmul(rot, qinv(start))
+    return qscale(turn, -1.0) if qdot(turn, prev) < 0.0 else turn
 
-    Returns the kineform and the arc (rotation vector from a's rotation to b's).
+
+@njit(cache=True)
+def fade_rot(old_rot, old_ang, rate, t, turn, ang, start, alpha, alpha_vel):
+    """``exp(α β) exp(α d0) exp((1-α) γ) g0`` and its angular velocity (rad/s), see the module docstring.
+
+    ``turn`` is the input's turn since the transition (on the double cover), turning at ``ang``.
     """
-    ap, ar, asc, av, aw, asv = a
-    bp, br, bsc, bv, bw, bsv = b
+    beta = vscale(qlog(turn), 2.0)  # up to 2π: the turn as the sign says, not the short way
+    gap = to_scaled_angle_axis(qmul(start, qinv(old_rot)))
+    gamma, gamma_vel = coasting_turn(old_ang, rate, t)
+    e1, w1 = weighted_rot(beta, ang_to_sa_dx(beta, ang), alpha, alpha_vel)
+    e2, w2 = weighted_rot(gap, ZERO, alpha, alpha_vel)
+    e3, w3 = weighted_rot(gamma, gamma_vel, 1.0 - alpha, -alpha_vel)
+    e12 = qmul(e1, e2)
+    return qmul(e12, qmul(e3, old_rot)), vadd(w1, vadd(qrot(e1, w2), qrot(e12, w3)))
+
+
+@njit(cache=True)
+def fade_kform(old, inp, rate, t, turn, start, alpha, alpha_vel):
+    """Kineform of ``old`` extrapolated ``t`` s, faded into ``inp`` by weight ``alpha`` moving at ``alpha_vel``."""
+    ap, _, asc, av, _, asv = kform_extrapolate(old, rate, t)
+    bp, _, bsc, bv, bw, bsv = inp
     pos = vlerp(ap, bp, alpha)
     vel = vadd(vlerp(av, bv, alpha), vscale(vsub(bp, ap), alpha_vel))
-    delta = qmul(br, qinv(ar))
-    d = arc(delta, prev_arc, fresh)
-    e, e_ang = weighted_rot(d, ang_to_sa_dx(d, vsub(bw, qrot(delta, aw))), alpha, alpha_vel)
+    rot, ang = fade_rot(old[1], old[4], rate, t, turn, bw, start, alpha, alpha_vel)
     la = vlog(asc)
     lb = vlog(bsc)
     scl = vexp(vlerp(la, lb, alpha))
     svl = vadd(vlerp(asv, bsv, alpha), vscale(vsub(lb, la), alpha_vel))
-    return (pos, qmul(e, ar), scl, vel, vadd(e_ang, qrot(e, aw)), svl), d
+    return (pos, rot, scl, vel, ang, svl)
 
 
 @njit(cache=True)
-def dead_blend_kernel(old, inp, rate, duration, t, arcs, fresh, out):
+def dead_blend_kernel(old, inp, rate, duration, t, starts, turns, fresh, out):
     """Pose ``old`` extrapolated ``t`` s (velocities decaying at ``rate`` 1/s) faded into ``inp``; into ``out``.
 
-    ``arcs`` (J, 3) holds each joint's rotation arc, read (unless ``fresh``) and updated.
+    ``starts`` and ``turns`` (J, 4) hold each joint's input rotation at the transition and
+    its turn since: recorded from ``inp`` if ``fresh``, else read, and the turns updated.
     """
     alpha, alpha_vel = smoothstep(t, duration)
     for j in range(out[0].shape[0]):
-        ghost = kform_extrapolate(load_kform(old, j), rate, t)
-        k, d = fade_kform(ghost, load_kform(inp, j), alpha, alpha_vel, get3(arcs, j, 0), fresh)
-        put3(arcs, j, 0, d)
-        store_kform(out, j, k)
+        b = load_kform(inp, j)
+        if fresh:
+            store4(starts, j, b[1])
+            store4(turns, j, (1.0, 0.0, 0.0, 0.0))
+        start = load4(starts, j)
+        turn = input_turn(b[1], start, load4(turns, j))
+        store4(turns, j, turn)
+        store_kform(out, j, fade_kform(load_kform(old, j), b, rate, t, turn, start, alpha, alpha_vel))
 
 
 @njit(cache=True)
@@ -123,7 +157,9 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     joints = inp[0].shape[0]
     prev = state_pose(st, HEADER, joints)
     old = state_pose(st, HEADER + KFORM * joints, joints)
-    arcs = st[HEADER + 2 * KFORM * joints : HEADER + (2 * KFORM + 3) * joints].reshape((joints, 3))
+    track = HEADER + 2 * KFORM * joints
+    starts = st[track : track + 4 * joints].reshape((joints, 4))
+    turns = st[track + 4 * joints : track + TRACK * joints].reshape((joints, 4))
     transition = ins[1] >= 0 and sig[ins[1]] > 0.5
     if transition and st[0] > 0.5 and duration > 0.0:
         carry_pose(prev, dt, old)
@@ -137,7 +173,7 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     if st[2] > 0.5 and st[1] >= duration:
         st[2] = 0.0
     if st[2] > 0.5:
-        dead_blend_kernel(old, inp, rate, duration, st[1], arcs, st[3] > 0.5, out)
+        dead_blend_kernel(old, inp, rate, duration, st[1], starts, turns, st[3] > 0.5, out)
         st[3] = 0.0
     else:
         copy_pose(inp, out)
@@ -166,7 +202,7 @@ class DeadBlend(Node):
 
     def state(self, ctx, time=0.0):
         """No previous output and no blend: the first frame shows the input."""
-        return np.zeros(HEADER + (2 * KFORM + 3) * len(ctx.skeleton), dtype=np.float64)
+        return np.zeros(HEADER + (2 * KFORM + TRACK) * len(ctx.skeleton), dtype=np.float64)
 
 
 def _seconds(name, value):
@@ -183,7 +219,8 @@ class DeadBlender:
         out = dead.update(new, 0.0)     # output at T: equals ``shown``
         out = dead.update(next_, dt)    # output at T + dt, and so on
 
-    A transition during a blend should pass the current output as ``shown``.
+    A transition during a blend should pass the current output as ``shown``; the first
+    update after it records the input's rotations, which the fade measures their turn from.
     """
 
     def __init__(self, duration=0.5, halflife=0.2):
@@ -204,7 +241,8 @@ class DeadBlender:
             raise ValueError("scales must be positive to blend in log space")
         # float64 copies, one kernel tuple per batch item, like the node's state.
         self.old = [tuple(np.array(a, dtype=np.float64) for a in item) for item in pose.items()]
-        self.arcs = np.zeros((len(self.old), pose.joints, 3))
+        self.starts = np.zeros((len(self.old), pose.joints, 4))
+        self.turns = np.zeros((len(self.old), pose.joints, 4))
         self.fresh = True
         self.shape = (pose.batch, pose.joints)
         self.elapsed = 0.0
@@ -229,7 +267,7 @@ class DeadBlender:
             )
         if not np.all(input.scl > 0):
             raise ValueError("scales must be positive to blend in log space")
-        for old, src, dst, arcs in zip(self.old, input.items(), out.items(), self.arcs):
-            dead_blend_kernel(old, src, self.rate, self.duration, self.elapsed, arcs, self.fresh, dst)
+        for old, src, dst, starts, turns in zip(self.old, input.items(), out.items(), self.starts, self.turns):
+            dead_blend_kernel(old, src, self.rate, self.duration, self.elapsed, starts, turns, self.fresh, dst)
         self.fresh = False
         return out

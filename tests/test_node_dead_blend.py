@@ -2,7 +2,9 @@
 
 Driven through the kernel with hand-built contract arrays (``Runner``).  Velocity
 tolerance as for inertialize: central differences (h and 2h, Richardson) of the node's
-own output agree with its velocities to ``VEL_TOL`` relative (floor 1 unit/s).
+own output agree with its velocities to ``VEL_TOL`` relative (floor 1 unit/s).  The last
+section replays transitions ``animgraph verify`` caught popping and whirling: angular speed
+under a stated bound, frame-to-frame continuity, the same poses at steps dt and dt/3.
 """
 
 import math
@@ -13,7 +15,8 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
-from animgraph.nodes.dead_blend import DeadBlend, DeadBlender
+from animgraph.nodes.dead_blend import MAX_TURN, DeadBlend, DeadBlender
+from conftest import load_any
 from fd import from_rotvec, qconj, qmul, rotvec
 from test_node_inertialize import (
     DT,
@@ -32,6 +35,11 @@ from test_node_inertialize import (
 )
 
 LN2 = math.log(2)
+
+
+def angle_between(a, b):
+    """Angle (rad) of the rotation taking quaternions ``b`` to ``a``, float64, per joint."""
+    return np.linalg.norm(rotvec(qmul(np.asarray(a, float), qconj(b))), axis=-1)
 
 
 # ---------------------------------------------------------------- validity
@@ -59,7 +67,7 @@ def test_ports_and_layout():
     assert [p.name for p in node.outputs()] == ["pose"]
     ctx = BuildContext(skeleton=skeleton(4))
     np.testing.assert_allclose(node.params(ctx), [0.4, LN2 / 0.1])
-    assert node.state(ctx).shape == (4 + 41 * 4,) and not node.state(ctx).any()
+    assert node.state(ctx).shape == (4 + 46 * 4,) and not node.state(ctx).any()
 
 
 def test_mismatched_poses_are_refused():
@@ -188,27 +196,55 @@ def test_blend_takes_the_short_way():
     assert abs(np.degrees(np.linalg.norm(rotvec(out.rot[0]))) - 180.0) < 1e-3
 
 
-def test_arc_stays_continuous_when_the_short_way_switches_sides():
-    # The old pose spins at 5 rad/s about z from 2 rad (long half-life): its arc to the still
-    # input passes 180 deg at t = 0.23 s, mid-fade.  A shortest-path blend would jump by
-    # α 360 deg there; the output must move on smoothly, at its propagated angular velocity.
-    dead = DeadBlender(duration=0.6, halflife=100.0)
-    dead.transition(single(rot=from_rotvec([0, 0, 2.0]), ang=(0, 0, 5)))
+def test_spinning_old_pose_coasts_a_capped_turn_and_fades_without_a_jump():
+    # The old pose spins at 5 rad/s about z from 2 rad (half-life 100 s): uncapped it would turn
+    # 720 rad; capped, its spin decays at kappa = 5 / MAX_TURN so it turns MAX_TURN in all.
+    # Its arc to the still input passes 180 deg mid-fade, where a shortest-path blend jumps.
+    duration, w0, g0 = 0.6, 5.0, 2.0
+    kappa = w0 / MAX_TURN
+    dead = DeadBlender(duration=duration, halflife=100.0)
+    dead.transition(single(rot=from_rotvec([0, 0, g0]), ang=(0, 0, w0)))
     outs = [dead.update(single(), 0.0)]
     for _ in range(36):
         outs.append(dead.update(single(), DT))
+    for n, out in enumerate(outs[:-1]):
+        # Hand formula, all about z: exp(α d0) exp((1-α) γ) g0 with the gap d0 = -g0 the short way.
+        t = n * DT
+        s = t / duration
+        alpha, alpha_vel = s * s * (3 - 2 * s), 6 * s * (1 - s) / duration
+        gamma, gamma_vel = w0 * (1 - math.exp(-kappa * t)) / kappa, w0 * math.exp(-kappa * t)
+        angle = g0 + (1 - alpha) * gamma - alpha * g0
+        assert angle_between(out.rot, from_rotvec([0, 0, angle])).max() < 1e-6
+        ang = (1 - alpha) * gamma_vel - alpha_vel * (gamma + g0)
+        np.testing.assert_allclose(out.ang[0], [0, 0, ang], atol=1e-5)
     for a, b in zip(outs[:-1], outs[1:]):
         step = rotvec(qmul(b.rot[0], qconj(a.rot[0])))
         mean_ang = (a.ang[0].astype(float) + b.ang[0]) / 2
         # Each frame turns by its mean angular velocity times dt (to second order in dt).
         assert np.linalg.norm(step - mean_ang * DT) < 2e-3, (step, mean_ang * DT)
-    # It ends on the input, having unwound the long way it was on.
     np.testing.assert_allclose(abs(outs[-1].rot[0, 0]), 1.0, atol=1e-6)
     # A plain shortest-path blend of the same poses jumps where the arc passes 180 deg.
-    ghost = lambda t: from_rotvec([0, 0, 2.0 + 5.0 * 100 / LN2 * (1 - math.exp(-LN2 / 100 * t))])
-    alpha = lambda t: (t / 0.6) ** 2 * (3 - 2 * t / 0.6)
-    plain = [ag.ops.blend(single(rot=ghost(n * DT)), single(), alpha(n * DT)).rot[0] for n in range(37)]
+    ghost = lambda t: from_rotvec([0, 0, g0 + w0 * (1 - math.exp(-kappa * t)) / kappa])
+    weight = lambda t: (t / duration) ** 2 * (3 - 2 * t / duration)
+    plain = [ag.ops.blend(single(rot=ghost(n * DT)), single(), weight(n * DT)).rot[0] for n in range(37)]
     assert max(np.linalg.norm(rotvec(qmul(b, qconj(a)))) for a, b in zip(plain[:-1], plain[1:])) > 1.0
+
+
+def test_input_turning_more_than_half_a_turn_is_followed():
+    # The old pose is still at identity; the input spins at 10 rad/s about x, 5.9 rad over the
+    # fade, its quaternion's sign flipping every other frame.  The fade follows the input's
+    # turn beyond 180 deg (on the double cover), hand formula exp(α β), β = 10 t x.
+    duration, w = 0.6, 10.0
+    dead = DeadBlender(duration=duration, halflife=0.1)
+    dead.transition(single())
+    for n in range(36):
+        t = n * DT
+        rot = from_rotvec([w * t, 0, 0]) * (-1) ** n
+        out = dead.update(single(rot=rot, ang=(w, 0, 0)), DT if n else 0.0)
+        s = t / duration
+        alpha, alpha_vel = s * s * (3 - 2 * s), 6 * s * (1 - s) / duration
+        assert angle_between(out.rot, from_rotvec([alpha * w * t, 0, 0])).max() < 1e-6, n
+        np.testing.assert_allclose(out.ang[0], [alpha_vel * w * t + alpha * w, 0, 0], atol=1e-5)
 
 
 def test_retransition_mid_blend_starts_from_what_is_shown():
@@ -307,3 +343,67 @@ def test_no_history_fresh_dead_blender_matches_running_one(bundled_clip):
     for k in range(1, 6):
         inp = src_b(t + k * DT)
         assert_pose_close(fresh.update(inp, DT), run_long.update(inp, DT), 0)
+
+
+# ---------------------------------------------------------------- regressions: pops, whirls, step size
+
+# Transitions that `animgraph verify --node dead_blend` caught (seed 18 on walk, 23 on run):
+# the shown pose is the clip at ``start``, the input the clip played backwards from its end.
+# The shown toe / thumb turns at 54 / 39 rad/s there (mocap jitter), so its extrapolation
+# spins, and the arc from it to the input used to pass a whole turn mid-fade.
+VERIFY_CASES = [("walk", 1.1966384939121322, "RightToeBase"), ("run", 0.39549932950097494, "RThumb")]
+FADE, HALFLIFE = 0.4, 0.15
+
+
+def fade_run(name, start, dt, span=FADE):
+    """Shown pose, inputs and outputs of a dead blend from ``start`` stepped by ``dt`` s for ``span`` s."""
+    clip = load_any(name)[1]
+    steps = int(round(span / dt))
+    times = start + dt * np.arange(steps + 1)
+    inputs = ag.ops.sample(clip, clip.duration - times, "cubic", rate=-1.0)
+    shown = ag.ops.sample(clip, start, "cubic")
+    dead = DeadBlender(duration=FADE, halflife=HALFLIFE)
+    dead.transition(shown)
+    outs = [dead.update(inputs[0], 0.0)] + [dead.update(inputs[k], dt) for k in range(1, steps + 1)]
+    return shown, inputs, outs
+
+
+@pytest.mark.parametrize("name, start, joint", VERIFY_CASES)
+def test_no_pop_and_no_whirl_on_the_verify_cases(name, start, joint):
+    dt = 3e-4  # the verify stencil's step
+    shown, inputs, outs = fade_run(name, start, dt, FADE + dt)
+    # Bound: the fade walks from the extrapolated pose to the input along arcs of at most a
+    # half turn each (the input's turn since the transition, asserted here, and the gap at
+    # the transition) plus the extrapolation's own capped turn, at weight rate <= 1.5 / FADE
+    # (smoothstep); on top of that it turns no faster than the input and the extrapolation
+    # together.  The old arc rule went past 1000 rad/s here (the clips stay under 55).
+    assert angle_between(inputs.rot, inputs[0].rot).max() < math.pi
+    speed_in = np.linalg.norm(np.asarray(inputs.ang, float), axis=-1).max(axis=0)
+    speed_old = np.linalg.norm(np.asarray(shown.ang, float), axis=-1)
+    bound = speed_in + speed_old + 1.5 / FADE * (2 * math.pi + MAX_TURN)
+    speed = np.array([np.linalg.norm(np.asarray(o.ang, float), axis=-1) for o in outs])
+    steps = np.array([angle_between(b.rot, a.rot) for a, b in zip(outs[:-1], outs[1:])])
+    j = load_any(name)[0].index(joint)
+    print(f"{name} {joint}: output up to {speed[:, j].max():.1f} rad/s, frame steps up to "
+          f"{steps[:, j].max() / dt:.1f} rad/s; input up to {speed_in[j]:.1f}, shown {speed_old[j]:.1f}, "
+          f"bound {bound[j]:.1f}; all joints: output / bound up to {(speed / bound).max():.2f}")
+    assert (speed <= bound).all()
+    # Continuity: each frame turns by no more than the bound allows in dt (1e-5 rad of float32 rounding).
+    assert (steps <= bound * dt + 1e-5).all()
+    # And ends on the input once the fade is over.
+    assert_pose_close(outs[-1], inputs[-1], 0)
+
+
+@pytest.mark.parametrize("dt", [DT, 1e-3, 3e-4])
+@pytest.mark.parametrize("name, start, joint", VERIFY_CASES)
+def test_output_does_not_depend_on_the_step(name, start, joint, dt):
+    # The same times reached in steps of dt and dt/3 give the same poses to float32 precision.
+    _, _, coarse = fade_run(name, start, dt)
+    _, _, fine = fade_run(name, start, dt / 3)
+    worst = 0.0
+    for a, b in zip(coarse, fine[::3]):
+        worst = max(worst, angle_between(a.rot, b.rot).max())
+        assert_pose_close(a, b, 2e-5, fields=("pos", "scl", "vel", "svl"))
+        np.testing.assert_allclose(a.ang, b.ang, atol=1e-4, rtol=1e-5)
+    print(f"{name} dt {dt:.2e} vs dt/3: rotations differ by up to {worst:.1e} rad")
+    assert worst < 2e-6
