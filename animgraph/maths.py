@@ -256,6 +256,32 @@ def sa_dx_to_ang(v, dv):
     return vadd(vadd(dv, vscale(c, a)), vscale(vcross(v, c), b))
 
 
+@njit(cache=True, error_model="numpy")
+def from_scaled_angle_axis_ang(v, dv):
+    """``from_scaled_angle_axis(v)`` and ``sa_dx_to_ang(v, dv)`` (rad/s) together, from one sin and one cos.
+
+    With ``h = |v|/2``: ``q = (cos h, v sin h / |v|)``, and the left Jacobian's
+    ``a = 2 sin^2 h / |v|^2``, ``b = (|v| - 2 sin h cos h) / |v|^3``; Taylor series near zero.
+    """
+    t2 = vdot(v, v)
+    if t2 < 1e-6:
+        h2 = 0.25 * t2
+        c = 1.0 - h2 / 2.0 + h2 * h2 / 24.0
+        s = 0.5 - h2 / 12.0 + h2 * h2 / 240.0  # sin(h) / (2 h)
+        a = 0.5 - t2 / 24.0 + t2 * t2 / 720.0
+        b = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0
+    else:
+        t = math.sqrt(t2)
+        sh = math.sin(0.5 * t)
+        c = math.cos(0.5 * t)
+        s = sh / t
+        a = 2.0 * sh * sh / t2
+        b = (t - 2.0 * sh * c) / (t2 * t)
+    x = vcross(v, dv)
+    ang = vadd(vadd(dv, vscale(x, a)), vscale(vcross(v, x), b))
+    return (c, v[0] * s, v[1] * s, v[2] * s), ang
+
+
 @njit(cache=True)
 def ang_to_sa_dx(v, ang):
     """Rate ``dv/dt`` of a rotation vector ``v`` (|v| < 2 pi) whose rotation turns at left-multiplying ``ang``.

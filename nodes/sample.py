@@ -12,6 +12,16 @@ by the inverse left Jacobian, so the angular velocity is continuous across keys.
 Every velocity is ``d/ds`` divided by the clip's ``dt`` and multiplied by the playback
 rate; a looping clip interpolates from its last key back to its first like any other
 segment (period = frames * dt); a clamped clip holds its end keys with zero velocity.
+
+Everything that does not depend on the sampling time is computed once per clip, at plan
+time, into a key table (``key_table``, the executor's ``db[4]``): per key and joint the
+normalized rotation ``q_k``, ``r1``, the chart tangents ``m_k`` and ``m_k1`` (those of a
+looping clip; a clamped clip's one-sided end tangents are both ``r1``) and ``log(scl)``, all
+rounded to float32.  Per sample and joint there remain the Hermite weights, one exp map and
+(cubic) its left Jacobian from the same sin and cos; linear mode needs no Jacobian, since
+``dr/ds = r1`` is parallel to ``r = s r1`` and ``J(r) r1 = r1``.  Clips whose scales are all
+exactly 1 skip the scale channels (``db[5]``).  ``sample_kernel`` builds the same rows on the
+fly from the clip's keys, so both paths give identical results.
 """
 
 import math
@@ -24,12 +34,12 @@ from pydantic import Field
 from animgraph.maths import (
     ang_to_sa_dx,
     from_scaled_angle_axis,
+    from_scaled_angle_axis_ang,
     load3,
     load4,
     qinv,
     qmul,
     qnormalize,
-    sa_dx_to_ang,
     store3,
     store4,
     to_scaled_angle_axis,
@@ -43,6 +53,10 @@ from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Clip, Pose
 
 ZERO = (0.0, 0.0, 0.0)
+ONE = (1.0, 1.0, 1.0)
+KEY_WIDTH = 16  # key table columns: rot (4), r1 (3), m0 (3), m1 (3), log scl (3)
+ROT, R1, M0, M1, LOG_SCL = 0, 4, 7, 10, 13
+TABLE_SAMPLES_PER_FRAME = 1  # ops.sample builds the key table for at least frames / this many times
 
 
 @njit(cache=True)
@@ -118,49 +132,186 @@ def rel(q, q0):
 
 
 @njit(cache=True)
+def chart_tangents(r_prev, r1, r_next):
+    """Rotation tangents (rad per frame) at keys k and k+1 in the chart at key k.
+
+    ``r_prev``, ``r1``, ``r_next``: rotation vectors of the segments k-1 -> k, k -> k+1 and
+    k+1 -> k+2.  The keys' angular velocities are central differences; the one at k+1
+    enters the chart through the inverse left Jacobian.
+    """
+    return vscale(vadd(r_prev, r1), 0.5), ang_to_sa_dx(r1, vscale(vadd(r1, r_next), 0.5))
+
+
+@njit(cache=True)
+def f32(v):
+    """vec3 rounded to float32, as the key table stores it."""
+    return (np.float64(np.float32(v[0])), np.float64(np.float32(v[1])), np.float64(np.float32(v[2])))
+
+
+@njit(cache=True)
+def f32q(q):
+    """Quaternion rounded to float32, as the key table stores it."""
+    return (np.float64(np.float32(q[0])), np.float64(np.float32(q[1])), np.float64(np.float32(q[2])),
+            np.float64(np.float32(q[3])))
+
+
+@njit(cache=True)
+def col3(row, j, c):
+    """Columns ``c..c+2`` of row ``j`` of a 2-D array, as float64."""
+    return (np.float64(row[j, c]), np.float64(row[j, c + 1]), np.float64(row[j, c + 2]))
+
+
+@njit(cache=True)
+def put3(row, j, c, v):
+    """Write vec3 ``v`` into columns ``c..c+2`` of row ``j``."""
+    row[j, c] = v[0]
+    row[j, c + 1] = v[1]
+    row[j, c + 2] = v[2]
+
+
+@njit(cache=True)
+def fill_key_table(rot, scl, out):
+    """Key table (F, J, KEY_WIDTH) of one clip's rotations (F, J, 4) and scales (F, J, 3) into ``out``.
+
+    The rows ``key_rotation`` builds on the fly, each segment's rotation vector computed once.
+    """
+    frames = rot.shape[0]
+    qn = np.empty((frames, 4))
+    r1 = np.empty((frames, 3))
+    for j in range(rot.shape[1]):
+        for f in range(frames):
+            store4(qn, f, qnormalize(load4(rot[f], j)))
+        for f in range(frames):
+            store3(r1, f, rel(load4(qn, (f + 1) % frames), load4(qn, f)))
+        for f in range(frames):
+            m0, m1 = chart_tangents(load3(r1, (f - 1) % frames), load3(r1, f), load3(r1, (f + 1) % frames))
+            row = out[f]
+            store4(row, j, load4(qn, f))  # columns ROT = 0 .. 3
+            put3(row, j, R1, load3(r1, f))
+            put3(row, j, M0, m0)
+            put3(row, j, M1, m1)
+            put3(row, j, LOG_SCL, vlog(load3(scl[f], j)))
+
+
+def key_table(clip):
+    """(float32 key table (F, J, KEY_WIDTH), whether every scale is exactly 1) of ``clip``, for sampling."""
+    out = np.empty((clip.frames, len(clip.skeleton), KEY_WIDTH), np.float32)
+    fill_key_table(np.ascontiguousarray(clip.rot), np.ascontiguousarray(clip.scl), out)
+    return out, bool(np.all(clip.scl == 1.0))
+
+
+@njit(cache=True)
+def key_rotation(rot, frames, k, j):
+    """(q_k, r1, m0, m1) of key ``k`` of joint ``j`` as the key table holds them, from the clip's keys."""
+    qm = qnormalize(load4(rot[(k - 1) % frames], j))
+    q0 = qnormalize(load4(rot[k], j))
+    q1 = qnormalize(load4(rot[(k + 1) % frames], j))
+    q2 = qnormalize(load4(rot[(k + 2) % frames], j))
+    r1 = rel(q1, q0)
+    m0, m1 = chart_tangents(rel(q0, qm), r1, rel(q2, q1))
+    return f32q(q0), f32(r1), f32(m0), f32(m1)
+
+
+@njit(cache=True)
+def log_key(scl, j):
+    """log(scale) of joint ``j`` in a clip frame, as the key table holds it."""
+    return f32(vlog(load3(scl, j)))
+
+
+@njit(cache=True, error_model="numpy")
+def rotation_at(w, dw, cubic, q0, r1, m0, m1):
+    """Rotation ``exp(r(s)) q0`` on the chart curve of one segment and its angular velocity per frame."""
+    if cubic:
+        e, ang = from_scaled_angle_axis_ang(hermite(w, ZERO, m0, r1, m1), hermite(dw, ZERO, m0, r1, m1))
+        return qmul(e, q0), ang
+    # Linear: r = s r1 moves along itself, where the left Jacobian is the identity.
+    return qmul(from_scaled_angle_axis(vscale(r1, w[2])), q0), r1
+
+
+@njit(cache=True, error_model="numpy")
+def channel_at(w, dw, cubic, xm, x0, x1, x2, span0, span1):
+    """Hermite curve of one vec3 channel and its derivative per frame, from keys k-1 .. k+2."""
+    m0 = ZERO
+    m1 = ZERO
+    if cubic:
+        m0, m1 = tangents(xm, x0, x1, x2, span0, span1)
+    return hermite(w, x0, m0, x1, m1), hermite(dw, x0, m0, x1, m1)
+
+
+@njit(cache=True)
 def sample_kernel(cpos, crot, cscl, start, frames, key_dt, t, rate, cubic, loop, out):
     """Write the local pose of clip frames ``start..start+frames-1`` at time ``t`` (s) into ``out``.
 
-    Velocities are the time derivative of the interpolant times ``rate``.
+    Velocities are the time derivative of the interpolant times ``rate``.  The reference
+    path: key-table rows are built on the fly (the same values ``key_table`` stores).
     """
     k, s, moving = segment(t, frames, key_dt, loop, rate)
     km, k0, k1, k2, span0, span1 = keys(k, frames, loop)
-    km += start
-    k0 += start
-    k1 += start
-    k2 += start
     w, dw = basis(s, cubic)
     vs = rate / key_dt if moving else 0.0
+    rot = crot[start:start + frames]
+    first, last = not loop and k == 0, not loop and k == frames - 2
     for j in range(out[0].shape[0]):
-        # Positions.
-        p0 = load3(cpos[k0], j)
-        p1 = load3(cpos[k1], j)
-        m0 = ZERO
-        m1 = ZERO
-        if cubic:
-            m0, m1 = tangents(load3(cpos[km], j), p0, p1, load3(cpos[k2], j), span0, span1)
-        store3(out[0], j, hermite(w, p0, m0, p1, m1))
-        store3(out[3], j, vscale(hermite(dw, p0, m0, p1, m1), vs))
-        # Scales, in log space.
-        l0 = vlog(load3(cscl[k0], j))
-        l1 = vlog(load3(cscl[k1], j))
-        if cubic:
-            m0, m1 = tangents(vlog(load3(cscl[km], j)), l0, l1, vlog(load3(cscl[k2], j)), span0, span1)
-        store3(out[2], j, vexp(hermite(w, l0, m0, l1, m1)))
-        store3(out[5], j, vscale(hermite(dw, l0, m0, l1, m1), vs))
-        # Rotations, in the chart at key k.
-        q0 = qnormalize(load4(crot[k0], j))
-        q1 = qnormalize(load4(crot[k1], j))
-        r1 = rel(q1, q0)
-        if cubic:
-            w0 = vscale(vsub(r1, rel(qnormalize(load4(crot[km], j)), q0)), 1.0 / span0)
-            w1 = vscale(vadd(rel(qnormalize(load4(crot[k2], j)), q1), r1), 1.0 / span1)
-            m0 = w0
-            m1 = ang_to_sa_dx(r1, w1)
-        r = hermite(w, ZERO, m0, r1, m1)
-        dr = hermite(dw, ZERO, m0, r1, m1)
-        store4(out[1], j, qmul(from_scaled_angle_axis(r), q0))
-        store3(out[4], j, vscale(sa_dx_to_ang(r, dr), vs))
+        p, dp = channel_at(w, dw, cubic, load3(cpos[start + km], j), load3(cpos[start + k0], j),
+                           load3(cpos[start + k1], j), load3(cpos[start + k2], j), span0, span1)
+        store3(out[0], j, p)
+        store3(out[3], j, vscale(dp, vs))
+        ls, dls = channel_at(w, dw, cubic, log_key(cscl[start + km], j), log_key(cscl[start + k0], j),
+                             log_key(cscl[start + k1], j), log_key(cscl[start + k2], j), span0, span1)
+        store3(out[2], j, vexp(ls))
+        store3(out[5], j, vscale(dls, vs))
+        q0, r1, m0, m1 = key_rotation(rot, frames, k, j)
+        q, ang = rotation_at(w, dw, cubic, q0, r1, r1 if first else m0, r1 if last else m1)
+        store4(out[1], j, q)
+        store3(out[4], j, vscale(ang, vs))
+
+
+@njit(cache=True, error_model="numpy")
+def channel_rows(w, dw, cubic, xm, x0, x1, x2, c, span0, span1, vs, exp_values, out_x, out_dx):
+    """Every joint's vec3 channel (columns ``c..c+2`` of key rows k-1 .. k+2) and its rate times ``vs``.
+
+    ``exp_values``: the channel is a log-scale, write ``exp`` of it.
+    """
+    for j in range(out_x.shape[0]):
+        x, dx = channel_at(w, dw, cubic, col3(xm, j, c), col3(x0, j, c), col3(x1, j, c), col3(x2, j, c), span0, span1)
+        store3(out_x, j, vexp(x) if exp_values else x)
+        store3(out_dx, j, vscale(dx, vs))
+
+
+@njit(cache=True, error_model="numpy")
+def rotation_rows(w, dw, cubic, row, first, last, vs, out_rot, out_ang):
+    """Every joint's rotation and angular velocity from key table row k.
+
+    ``first``/``last``: the segment is a clamped clip's first/last, with one-sided end tangents.
+    """
+    for j in range(out_rot.shape[0]):
+        r1 = col3(row, j, R1)
+        m0 = r1 if first else col3(row, j, M0)
+        m1 = r1 if last else col3(row, j, M1)
+        q, ang = rotation_at(w, dw, cubic, load4(row, j), r1, m0, m1)  # columns ROT = 0 .. 3
+        store4(out_rot, j, q)
+        store3(out_ang, j, vscale(ang, vs))
+
+
+@njit(cache=True, error_model="numpy")
+def sample_keys_kernel(cpos, ktab, unit, start, frames, key_dt, t, rate, cubic, loop, out):
+    """``sample_kernel`` reading the precomputed key table ``ktab`` (db[4]) and unit-scale flags ``unit`` (db[5]).
+
+    One pass over the joints per channel: short loops without per-joint branches.
+    """
+    k, s, moving = segment(t, frames, key_dt, loop, rate)
+    km, k0, k1, k2, span0, span1 = keys(k, frames, loop)
+    w, dw = basis(s, cubic)
+    vs = rate / key_dt if moving else 0.0
+    km, k0, k1, k2 = km + start, k0 + start, k1 + start, k2 + start
+    channel_rows(w, dw, cubic, cpos[km], cpos[k0], cpos[k1], cpos[k2], 0, span0, span1, vs, False, out[0], out[3])
+    if unit[start] > 0.5:
+        out[2][:] = 1.0
+        out[5][:] = 0.0
+    else:
+        channel_rows(w, dw, cubic, ktab[km], ktab[k0], ktab[k1], ktab[k2], LOG_SCL, span0, span1, vs, True,
+                     out[2], out[5])
+    rotation_rows(w, dw, cubic, ktab[k0], not loop and k == 0, not loop and k == frames - 2, vs, out[1], out[4])
 
 
 @njit(cache=True)
@@ -174,6 +325,15 @@ def advance(clock, step, frames, key_dt, loop):
             clock = 0.0
         return clock
     return min(max(clock, 0.0), (frames - 1) * key_dt)
+
+
+@njit(cache=True)
+def sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out):
+    """Sample from the graph's clip database: its key table when it has one (db[4], db[5]), else the keys."""
+    if len(db) > 4:  # a constant when numba compiles: the other branch is pruned
+        sample_keys_kernel(db[0], db[4], db[5], start, frames, key_dt, t, rate, cubic, loop, out)
+    else:
+        sample_kernel(db[0], db[1], db[2], start, frames, key_dt, t, rate, cubic, loop, out)
 
 
 @njit(cache=True)
@@ -191,13 +351,13 @@ def run(ins, outs, par, st, pose, sig, db, dt):
         if not (math.isfinite(t) and math.isfinite(rate)):
             t = 0.0
             rate = 0.0
-        sample_kernel(db[0], db[1], db[2], start, frames, key_dt, t, rate, cubic, loop, out)
+        sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
         return
     rate = sig[ins[1]] if ins[1] >= 0 else par[5]
     if not math.isfinite(rate):
         rate = 0.0
     t = st[0]
-    sample_kernel(db[0], db[1], db[2], start, frames, key_dt, t, rate, cubic, loop, out)
+    sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
     st[0] = advance(t, rate * dt, frames, key_dt, loop)
 
 
@@ -239,9 +399,14 @@ def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):
     if not np.all(np.isfinite(times)) or not math.isfinite(rate):
         raise ValueError("sample time and rate must be finite")
     out = Pose.identity(len(clip.skeleton), times.shape)
+    cubic, loop = mode == "cubic", bool(loop)
+    if times.size * TABLE_SAMPLES_PER_FRAME >= clip.frames:
+        # Enough samples to pay for the clip's key table (the results are the same either way).
+        ktab, unit = key_table(clip)
+        flag = np.array([float(unit)], np.float32)
+        for t, dst in zip(times.reshape(-1), out.items()):
+            sample_keys_kernel(clip.pos, ktab, flag, 0, clip.frames, clip.dt, float(t), float(rate), cubic, loop, dst)
+        return out
     for t, dst in zip(times.reshape(-1), out.items()):
-        sample_kernel(
-            clip.pos, clip.rot, clip.scl, 0, clip.frames, clip.dt, float(t), float(rate),
-            mode == "cubic", bool(loop), dst,
-        )
+        sample_kernel(clip.pos, clip.rot, clip.scl, 0, clip.frames, clip.dt, float(t), float(rate), cubic, loop, dst)
     return out

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import REGISTRY, BuildContext, ClipRange
-from animgraph.nodes.sample import Sample, sample_kernel
+from animgraph.nodes.sample import KEY_WIDTH, Sample, key_table, sample_keys_kernel, sample_kernel
 from fd import from_rotvec, qconj, qmul, rotvec
 from fdcheck import Pose64, check_fd32, central_fd, rel_errors, same_rot
 
@@ -406,3 +406,125 @@ def test_time_input_drives_sampling_and_scales_velocity():
     h.sig[2] = math.nan
     got = h.step(1 / 60)
     assert np.all(np.isfinite(got.pos)) and not np.any(got.vel)
+
+
+# ------------------------------------------------------------------ the precomputed key table
+
+
+def sample64_keys(clip, times, mode, loop, rate=1.0):
+    """The key-table kernel (what the executor runs) into float64 buffers."""
+    keys, unit = key_table(clip)
+    flag = np.array([float(unit)], np.float32)
+    times = np.asarray(times, np.float64)
+    out = Pose64(times.shape + (len(clip.skeleton),))
+    for t, dst in zip(times.reshape(-1), out.items()):
+        sample_keys_kernel(clip.pos, keys, flag, 0, clip.frames, clip.dt, t, rate, mode == "cubic", loop, dst)
+    return out
+
+
+def edge_times(clip, rng):
+    """Random times, every key, both ends and beyond them."""
+    end = (clip.frames - 1) * clip.dt
+    return np.concatenate([rng.uniform(-0.2, end + clip.dt + 0.2, 50), np.arange(clip.frames) * clip.dt,
+                           [-1e-9, 0.0, end, end + 1e-9, clip.frames * clip.dt]])
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_key_table_path_equals_reference_path(mode, loop):
+    """Key table (executor) and keys read on the fly (reference) give bit-identical float64 results."""
+    rng = np.random.default_rng(11)
+    unit = synthetic_clip(frames=9, seed=2)
+    unit = ag.Clip(unit.skeleton, unit.pos, unit.rot, dt=unit.dt)
+    for clip in (synthetic_clip(frames=17, seed=1), unit, synthetic_clip(frames=2), synthetic_clip(frames=1)):
+        ts = edge_times(clip, rng)
+        for rate in (1.0, -0.7):
+            a = sample64(clip, ts, mode, loop, rate)
+            b = sample64_keys(clip, ts, mode, loop, rate)
+            for f in ("pos", "rot", "scl", "vel", "ang", "svl"):
+                np.testing.assert_array_equal(getattr(b, f), getattr(a, f), err_msg=f"{f} {clip.frames} frames")
+
+
+def test_key_table_rows_hold_what_the_docstring_says():
+    """Against numpy: unit key rotations, r1 = log(q_k+1 q_k^-1), m0 = mean key angular velocity, J(r1) m1 = w_k+1."""
+    clip = synthetic_clip(frames=12, seed=5)
+    keys, unit = key_table(clip)
+    assert keys.shape == (12, 4, KEY_WIDTH) and keys.dtype == np.float32 and not unit
+    q = clip.rot / np.linalg.norm(clip.rot, axis=-1, keepdims=True)
+    np.testing.assert_allclose(keys[..., 0:4], q, atol=1e-7)
+    r1 = rotvec(qmul(np.roll(q, -1, axis=0), qconj(q)))  # looping: the last key's segment wraps to the first
+    np.testing.assert_allclose(keys[..., 4:7], r1, atol=2e-7)
+    w = 0.5 * (np.roll(r1, 1, axis=0) + r1)  # angular velocity (rad per frame) at each key
+    np.testing.assert_allclose(keys[..., 7:10], w, atol=2e-7)
+    # m1 is the chart rate whose exp-map angular velocity at r1 is the next key's: J(r1) m1 = w_k+1.
+    m1, eps = keys[..., 10:13].astype(float), 1e-6
+    r = r1.astype(float)
+    ang = rotvec(qmul(from_rotvec(r + eps * m1), qconj(from_rotvec(r - eps * m1)))) / (2 * eps)
+    np.testing.assert_allclose(ang, np.roll(w, -1, axis=0), atol=1e-6)
+    np.testing.assert_allclose(keys[..., 13:16], np.log(clip.scl), atol=1e-7)
+
+
+def test_unit_scale_flag_and_skip():
+    """Clips with every scale exactly 1 are flagged; their sample writes scale 1 and rate 0 exactly."""
+    clip = synthetic_clip(frames=6)
+    plain = ag.Clip(clip.skeleton, clip.pos, clip.rot, dt=clip.dt)
+    assert key_table(plain)[1] and not key_table(clip)[1]
+    almost = plain.scl.copy()
+    almost[3, 2, 1] = np.nextafter(np.float32(1.0), np.float32(2.0))
+    assert not key_table(ag.Clip(clip.skeleton, clip.pos, clip.rot, almost, dt=clip.dt))[1]
+    pose = sample64_keys(plain, np.array([0.05, 0.11]), "cubic", True)
+    assert np.all(pose.scl == 1.0) and np.all(pose.svl == 0.0)
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_ops_sample_same_with_and_without_key_table(mode, loop):
+    """ag.ops.sample builds the key table for many times at once, not for one: the results are the same."""
+    clip = synthetic_clip(frames=10)
+    ts = edge_times(clip, np.random.default_rng(12))
+    many = ag.ops.sample(clip, ts, mode=mode, loop=loop, rate=1.3)  # len(ts) >= frames: key table
+    for i in (0, 7, 41, len(ts) - 1):
+        one = ag.ops.sample(clip, ts[i], mode=mode, loop=loop, rate=1.3)  # keys read on the fly
+        for f in ("pos", "rot", "scl", "vel", "ang", "svl"):
+            np.testing.assert_array_equal(getattr(many, f)[i], getattr(one, f))
+
+
+@pytest.mark.parametrize("mode,loop", MODES)
+def test_run_reads_the_key_table_of_a_full_db(mode, loop):
+    """With db[4], db[5] (as the executor passes them) run() gives what it gives from the keys alone."""
+    clip = synthetic_clip()
+    node = Sample(id="s", clip="c", mode=mode, loop=loop, rate=1.5)
+    h = Harness(clip, node)
+    pad = int(h.par[0])
+    rng = np.random.default_rng(13)
+    junk = rng.normal(size=(pad, len(clip.skeleton), KEY_WIDTH)).astype(np.float32)
+    keys, unit = key_table(clip)
+    full = h.db + (np.concatenate([junk, keys, junk[:3]]),
+                   np.concatenate([np.zeros(pad), np.full(clip.frames, float(unit)), np.zeros(3)]).astype(np.float32))
+    h.ins[1], h.sig[0] = 0, 1.5
+    h.reset(0.29)
+    short = [h.step(1 / 60) for _ in range(4)]
+    h.db = full
+    h.reset(0.29)
+    for want in short:
+        got = h.step(1 / 60)
+        for f in ("pos", "rot", "scl", "vel", "ang", "svl"):
+            np.testing.assert_array_equal(getattr(got, f), getattr(want, f), err_msg=f)
+
+
+def test_cubic_end_tangents_one_sided_when_clamped_central_when_looping():
+    """At the first key a clamped clip moves at the one-sided difference, a looping one at the central one."""
+    clip = synthetic_clip(frames=8, seed=6)
+    q = clip.rot.astype(float)
+    r_first = rotvec(qmul(q[1], qconj(q[0])))
+    r_wrap = rotvec(qmul(q[0], qconj(q[-1])))
+    r_last = rotvec(qmul(q[-1], qconj(q[-2])))
+    end = (clip.frames - 1) * clip.dt
+    clamped = sample64(clip, np.array([0.0]), "cubic", False)
+    np.testing.assert_allclose(clamped.ang[0], r_first / clip.dt, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(clamped.vel[0], (clip.pos[1] - clip.pos[0]) / clip.dt, rtol=1e-6, atol=1e-6)
+    looping = sample64(clip, np.array([0.0]), "cubic", True)
+    np.testing.assert_allclose(looping.ang[0], 0.5 * (r_wrap + r_first) / clip.dt, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(looping.vel[0], 0.5 * (clip.pos[1] - clip.pos[-1]) / clip.dt, rtol=1e-6, atol=1e-6)
+    # Played backwards from the last key of a clamped clip: the one-sided difference there.
+    back = sample64(clip, np.array([end]), "cubic", False, rate=-1.0)
+    np.testing.assert_allclose(back.ang[0], -r_last / clip.dt, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(back.vel[0], -(clip.pos[-1] - clip.pos[-2]) / clip.dt, rtol=1e-6, atol=1e-6)
