@@ -18,11 +18,13 @@ a call costs little Python::
     chars   float64 (B, n_sig + S): per character, the signal buffer then the state
     vecs    float32 (B, 5, slots, J, 3): per character, pos scl vel ang svl of every slot
     rots    float32 (B, slots, J, 4): per character, rot of every slot
-    clipbuf float32 (F*J*10,): clip_pos, clip_rot, clip_scl of every frame
+    clipbuf float32 (F*J*26 + F,): clip_pos, clip_rot, clip_scl, the sample key table
+                    (KEY_WIDTH = 16 per frame and joint) and the unit-scale flags of every frame
     dt      float: frame time (s)
 
 Inside, each character's pose tuple ``(vecs[c, 0], rots[c], vecs[c, 1], ...)`` and the
-``db`` tuple are C-contiguous views, so kernels see the arrays the node contract describes.
+``db`` tuple (``clip_db``) are C-contiguous views, so kernels see the arrays the node
+contract describes.
 """
 
 from __future__ import annotations
@@ -37,12 +39,30 @@ import tempfile
 from pathlib import Path
 
 import numba
+from numba import njit
 
 from . import cache
 from .errors import GraphError
 from .node import REGISTRY
+from .nodes.sample import KEY_WIDTH
 
 _LOADED = {}
+
+
+@njit(cache=True)
+def clip_db(table, clipbuf):
+    """The kernels' ``db`` tuple (see ``animgraph.node``): views of ``clipbuf`` and the table's parents."""
+    parents_at, joints, frames = table[3], table[6], table[7]
+    f3, f4, fk = frames * joints * 3, frames * joints * 4, frames * joints * KEY_WIDTH
+    keys_at = 2 * f3 + f4
+    return (
+        clipbuf[0:f3].reshape((frames, joints, 3)),
+        clipbuf[f3:f3 + f4].reshape((frames, joints, 4)),
+        clipbuf[f3 + f4:keys_at].reshape((frames, joints, 3)),
+        table[parents_at:parents_at + joints],
+        clipbuf[keys_at:keys_at + fk].reshape((frames, joints, KEY_WIDTH)),
+        clipbuf[keys_at + fk:keys_at + fk + frames],
+    )
 
 
 def kinds():
@@ -67,24 +87,14 @@ def source(names):
         "",
         "from numba import njit, prange",
         "",
+        "from animgraph.executor import clip_db",
+        "",
     ]
     for i, name in enumerate(names):
         module, attr = _kernel_ref(name)
         lines.append(f"from {module} import {attr} as k{i}  # {name}")
     lines.append(f"\nKINDS = {tuple(names)!r}\n")
     lines += [
-        "",
-        "@njit(cache=True)",
-        "def clip_db(table, clipbuf):",
-        "    parents_at, joints, frames = table[3], table[6], table[7]",
-        "    f3, f4 = frames * joints * 3, frames * joints * 4",
-        "    return (",
-        "        clipbuf[0:f3].reshape((frames, joints, 3)),",
-        "        clipbuf[f3:f3 + f4].reshape((frames, joints, 4)),",
-        "        clipbuf[f3 + f4:2 * f3 + f4].reshape((frames, joints, 3)),",
-        "        table[parents_at:parents_at + joints],",
-        "    )",
-        "",
         "",
         "@njit(cache=True)",
         "def character(c, table, par, chars, vecs, rots, db, dt):",
@@ -182,14 +192,8 @@ def python_run(table, par, chars, vecs, rots, clipbuf, dt):
     kernel is compiled once for both.
     """
     kernels = [REGISTRY[name].KERNEL for name in kinds()]
-    n_ops, ops_at, io_at, parents_at, n_sig, slots, joints, frames = (int(x) for x in table[:8])
-    f3, f4 = frames * joints * 3, frames * joints * 4
-    db = (
-        clipbuf[:f3].reshape((frames, joints, 3)),
-        clipbuf[f3:f3 + f4].reshape((frames, joints, 4)),
-        clipbuf[f3 + f4:2 * f3 + f4].reshape((frames, joints, 3)),
-        table[parents_at:parents_at + joints],
-    )
+    n_ops, ops_at, io_at, n_sig = (int(x) for x in table[[0, 1, 2, 4]])
+    db = clip_db(table, clipbuf)
     dt = float(dt)
     for c in range(chars.shape[0]):
         v = vecs[c]

@@ -19,8 +19,13 @@ Kernel arguments (all for one character):
   (S, J, 3|4): every pose slot; ``slot(pose, i)`` gives one pose as 2-D views.
 - ``sig`` float64 signal buffer; a signal occupies ``SIGNAL_SIZE[kind]`` floats:
   scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``.
-- ``db`` the tuple ``(clip_pos (F,J,3), clip_rot (F,J,4), clip_scl (F,J,3), parents (J,))``:
-  every clip of the graph in one frame array, and the skeleton's parents.
+- ``db`` the tuple ``(clip_pos (F,J,3), clip_rot (F,J,4), clip_scl (F,J,3), parents (J,),
+  sample_keys (F,J,16), unit_scale (F,))``: every clip of the graph in one frame array,
+  the skeleton's parents, and what the sample node precomputes per clip at plan time
+  (``animgraph.nodes.sample.key_table``: per key and joint the normalized rotation, the
+  rotation vector to the next key, the two chart tangents and log(scale); and 1.0 on the
+  frames of clips whose scales are all exactly 1).  Indices 0-3 are stable; a kernel
+  called with only those four (``len(db) == 4``) must still work.
 - ``dt`` the frame time in seconds.
 """
 

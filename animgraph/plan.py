@@ -8,10 +8,11 @@
 - a signal buffer layout: one block per signal output, one constant block per
   unlinked signal input whose node has a field of the same name (-1 otherwise);
 - parameters float64, shared by the characters; state float64 per character;
-- every asset in one frame array ``db = (clip_pos, clip_rot, clip_scl, parents)``
-  with a ``ClipRange`` per asset.  Assets are BVH paths relative to the graph file,
-  ``{"path": ..., "scale": ...}``, or ``"animgraph:NAME"`` for a bundled clip; they
-  must share one skeleton (the same parents).
+- every asset in one frame array ``db = (clip_pos, clip_rot, clip_scl, parents,
+  sample_keys, unit_scale)`` with a ``ClipRange`` per asset: the sample node's key table
+  of each clip and its all-scales-1 flag (per frame) are computed here, once per plan.
+  Assets are BVH paths relative to the graph file, ``{"path": ..., "scale": ...}``, or
+  ``"animgraph:NAME"`` for a bundled clip; they must share one skeleton (the same parents).
 
 Planning never compiles: an edit re-plans in milliseconds.
 """
@@ -68,7 +69,7 @@ class Plan:
     n_slots: int
     sig_init: np.ndarray
     table: np.ndarray  # int64: header, ops, io, parents (see animgraph.executor)
-    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl flattened
+    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl, sample keys, unit-scale flags flattened
     inputs: dict  # input node id -> (offset, signal kind)
     outputs: dict  # output node id -> (signal kind, slot or offset, state offset)
     constants: dict  # (node id, port) -> (offset, signal kind): unlinked inputs fed from fields
@@ -203,21 +204,31 @@ def load_assets(graph, assets=None, skeleton=None):
 
 
 def _frame_db(skeleton, clips):
-    """One frame array for every clip, ClipRanges into it, and the parents (int64)."""
+    """One frame array for every clip, ClipRanges into it, and the parents (int64).
+
+    ``db = (pos, rot, scl, parents, keys, unit)``: ``keys`` (F, J, KEY_WIDTH) the sample
+    node's key table, ``unit`` (F,) 1.0 on the frames of clips whose scales are all exactly 1.
+    """
+    from .nodes.sample import KEY_WIDTH, key_table
+
     joints = len(skeleton) if skeleton is not None else 0
     ranges, start = {}, 0
     for name, clip in clips.items():
         ranges[name] = ClipRange(start, clip.frames, clip.dt, clip)
         start += clip.frames
 
-    def stack(field_, width):
-        parts = [getattr(c, field_) for c in clips.values()]
+    def stack(parts, shape):
         if not parts:
-            return np.zeros((0, joints, width), np.float32)
+            return np.zeros(shape, np.float32)
         return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
 
+    tables = [key_table(c) for c in clips.values()]
+    keys = stack([k for k, _ in tables], (0, joints, KEY_WIDTH))
+    unit = stack([np.full(c.frames, float(u)) for c, (_, u) in zip(clips.values(), tables)], (0,))
     parents = np.ascontiguousarray(skeleton.parents if skeleton is not None else [], dtype=np.int64)
-    return (stack("pos", 3), stack("rot", 4), stack("scl", 3), parents), ranges
+    fields = [stack([getattr(c, f) for c in clips.values()], (0, joints, w))
+              for f, w in (("pos", 3), ("rot", 4), ("scl", 3))]
+    return (*fields, parents, keys, unit), ranges
 
 
 # ---------------------------------------------------------------- layout
@@ -360,7 +371,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
         n_slots=n_slots,
         sig_init=sig_init,
         table=_table(ops, io, db[3], len(sig_init), n_slots, len(db[3]), len(db[0])),
-        clipbuf=np.ascontiguousarray(np.concatenate([a.ravel() for a in db[:3]]), dtype=np.float32),
+        clipbuf=np.ascontiguousarray(np.concatenate([a.ravel() for a in (*db[:3], *db[4:])]), dtype=np.float32),
         inputs=inputs,
         outputs=outputs,
         constants=constants,

@@ -9,6 +9,7 @@ import animgraph as ag
 from animgraph import graph as graph_mod
 from animgraph.executor import kinds
 from animgraph.node import REGISTRY, SIGNAL_SIZE, Node, Port, register
+from animgraph.nodes.sample import key_table
 from animgraph.plan import make_plan
 
 
@@ -113,12 +114,15 @@ def test_assets_share_one_frame_array(tmp_path):
     assert (r["jog"].start, r["jog"].frames) == (walk.frames, jog.frames)
     assert r["short"].start == walk.frames + jog.frames and r["short"].frames == 7
     assert r["short"].dt == pytest.approx(1 / 30)
-    pos, rot, scl, parents = plan.db
+    pos, rot, scl, parents, keys, unit = plan.db
     assert pos.dtype == np.float32 and pos.shape == (walk.frames + jog.frames + 7, len(skel), 3)
     np.testing.assert_array_equal(rot[r["jog"].start:r["jog"].start + jog.frames], jog.rot)
     np.testing.assert_allclose(pos[r["short"].start:], walk.pos[:7], atol=1e-4)  # BVH text round trip
     assert parents.dtype == np.int64
-    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([pos.ravel(), rot.ravel(), scl.ravel()]))
+    # The sample node's key table of each clip, and its all-scales-1 flag on every frame.
+    np.testing.assert_array_equal(keys[r["jog"].start:r["jog"].start + jog.frames], key_table(jog)[0])
+    assert keys.dtype == np.float32 and unit.shape == (len(pos),) and np.all(unit == 1.0)
+    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([a.ravel() for a in (pos, rot, scl, keys, unit)]))
 
 
 def test_missing_asset_file_names_the_node_using_it(tmp_path):
