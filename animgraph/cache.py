@@ -18,11 +18,13 @@ def _kernel_sources():
 
     spec = importlib.util.find_spec("animgraph.nodes")
     nodes = Path(spec.origin).parent if spec and spec.origin else _HERE / "nodes"
-    return sorted(_HERE.glob("*.py")) + sorted(nodes.glob("*.py"))
+    # Only modules holding numba code count, so editing the CLI never recompiles kernels.
+    core = [p for p in sorted(_HERE.glob("*.py")) if "njit" in p.read_text(encoding="utf-8")]
+    return core + sorted(nodes.glob("*.py"))
 
 
 def source_hash():
-    """Short sha256 of every animgraph/*.py and nodes/*.py file, in name order."""
+    """Short sha256 of the animgraph/*.py files with numba code and every nodes/*.py file."""
     h = hashlib.sha256()
     for path in _kernel_sources():
         h.update(path.name.encode())

@@ -166,6 +166,10 @@ class Instance:
                     fail(f"a {kind} input needs {n} numbers, got {value!r}")
                 if not math.isfinite(value):
                     fail(f"value is not finite: {value!r}")
+                if kind == "int":
+                    value = round(value)
+                elif kind == "bool":
+                    value = float(value != 0)
                 value_col.fill(value)
                 if rate_col is not None:
                     rate_col.fill(0.0)

@@ -161,6 +161,16 @@ def test_signal_inputs_reach_outputs(signals):
     np.testing.assert_array_equal(inst.step(DT)["wo"], [0.25, 0.0]), "inputs are sticky"
 
 
+def test_int_and_bool_inputs_are_whole_numbers(signals):
+    inst = ag.compile(signals).instance()
+    out = inst.step(DT, {"n": 1.6, "b": 0.3})
+    np.testing.assert_array_equal(out["no"], [2])
+    np.testing.assert_array_equal(out["bo"], [1])
+    out = inst.step(DT, {"n": [2.4], "b": [0.0]})
+    np.testing.assert_array_equal(out["no"], [2])
+    np.testing.assert_array_equal(out["bo"], [0])
+
+
 def test_signal_inputs_per_character(signals):
     inst = ag.compile(signals, batch=3).instance()
     out = inst.step(DT, {"w": ([1.0, 2.0, 3.0], 0.5), "v": np.arange(9.0).reshape(3, 3)})
