@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 
 import numpy as np
 from numba import njit
 
 from .errors import BVHError
+from .fileio import atomic_write_text
 from .maths import from_scaled_angle_axis, qmul, qrot, store4
 from .pose import Clip, Skeleton
 
@@ -380,16 +380,4 @@ def save_bvh(path, skel, clip, scale=1.0):
     out += [row % tuple(r) for r in data]
     text = "\n".join(out) + "\n"
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".bvh", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text)

@@ -251,10 +251,10 @@ def main(out_dir="animgraph-demo", frames=900):
     clip = Clip(skel, locked["pos"], locked["rot"], locked["scl"], dt=DT)
     svg = plot_svg(locked, a, b)
     out_dir.mkdir(parents=True, exist_ok=True)
-    from .runner import atomic_write
+    from .fileio import atomic_write_text
 
     save_bvh(out_dir / "demo.bvh", skel, clip)
-    atomic_write(out_dir / "demo.svg", lambda f: f.write(svg.encode("utf-8")))
+    atomic_write_text(out_dir / "demo.svg", svg)
     print(f"  wrote        {out_dir / 'demo.bvh'} ({frames} frames), {out_dir / 'demo.svg'}")
     return 0
 

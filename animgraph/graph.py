@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -27,6 +26,7 @@ from pydantic.fields import FieldInfo
 import animgraph.nodes  # noqa: F401  (registers the node types)
 
 from .errors import GraphError
+from .fileio import atomic_write_text
 from .node import REGISTRY
 
 FORMAT = "animgraph.graph"
@@ -150,15 +150,7 @@ class Graph(BaseModel):
         """Write the graph atomically (temporary file, then rename); relative assets are re-anchored."""
         path = Path(path)
         text = self.to_json(base_dir=path.resolve().parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write_text(path, text)
         self._path = path
 
     def _asset_json(self, spec, base_dir):

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -26,6 +24,7 @@ import numpy as np
 
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
+from .fileio import atomic_write
 from .pose import FIELDS, Clip, Pose
 
 OUT_SUFFIXES = (".bvh", ".npz")
@@ -223,18 +222,3 @@ def _write_npz(out, plan, arrays, dt):
     atomic_write(out, lambda f: np.savez(f, **data, **extra))
 
 
-def atomic_write(path, write, mode="wb"):
-    """Call ``write(fileobj)`` on a temporary file beside ``path``, then rename it to ``path``."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
