@@ -263,7 +263,12 @@ def from_scaled_angle_axis_ang(v, dv):
     With ``h = |v|/2``: ``q = (cos h, v sin h / |v|)``, and the left Jacobian's
     ``a = 2 sin^2 h / |v|^2``, ``b = (|v| - 2 sin h cos h) / |v|^3``; Taylor series near zero.
     """
-    t2 = vdot(v, v)
+    return from_scaled_angle_axis_ang_sq(v, vdot(v, v), dv)
+
+
+@njit(cache=True, error_model="numpy")
+def from_scaled_angle_axis_ang_sq(v, t2, dv):
+    """``from_scaled_angle_axis_ang(v, dv)`` given ``t2 = |v|^2`` (rad^2), for callers that already know it."""
     if t2 < 1e-6:
         h2 = 0.25 * t2
         c = 1.0 - h2 / 2.0 + h2 * h2 / 24.0
@@ -280,6 +285,29 @@ def from_scaled_angle_axis_ang(v, dv):
     x = vcross(v, dv)
     ang = vadd(vadd(dv, vscale(x, a)), vscale(vcross(v, x), b))
     return (c, v[0] * s, v[1] * s, v[2] * s), ang
+
+
+@njit(cache=True, error_model="numpy")
+def to_scaled_angle_axis_dx(q, ang):
+    """Rotation vector ``v`` of ``q`` (short way), ``|v|^2`` and ``dv/dt`` while ``q`` turns at left-multiplying ``ang``.
+
+    ``ang_to_sa_dx(to_scaled_angle_axis(q), ang)`` with one atan2: its ``cot(|v|/2)`` is ``w / |xyz|``.
+    """
+    q = qabs(q)
+    s = math.sqrt(q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    h = math.atan2(s, q[0])
+    if s < 1e-12:
+        k = 2.0 / q[0] if abs(q[0]) > 1e-12 else 0.0
+    else:
+        k = 2.0 * h / s
+    v = (q[1] * k, q[2] * k, q[3] * k)
+    t2 = vdot(v, v)
+    if t2 < 1e-6:
+        c = 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0
+    else:
+        c = (1.0 - h * q[0] / s) / t2
+    x = vcross(v, ang)
+    return v, t2, vadd(vsub(ang, vscale(x, 0.5)), vscale(vcross(v, x), c))
 
 
 @njit(cache=True)

@@ -7,6 +7,8 @@ Velocities are the exact time derivatives with both inputs moving and ``α`` cha
 ``ang = J(α d) (α' d + α d') + R(exp(α d)) ωa`` where ``d' = J(d)^-1 (ωb - R(qb qa^-1) ωa)``
 (``J`` the left Jacobian of exp): no lerp of angular velocities, which is only right
 when the two rotations turn about the same axis.
+Per joint: one atan2 for ``d`` and ``J(d)^-1`` (``cot(|d|/2) = w/|xyz|`` of ``qb qa^-1``), one
+sin/cos pair for ``exp(α d)`` and ``J(α d)``; unit scales skip log/exp, ``α' = 0`` its terms.
 """
 
 from typing import Literal
@@ -16,16 +18,15 @@ from numba import njit
 from pydantic import Field
 
 from animgraph.maths import (
-    ang_to_sa_dx,
-    from_scaled_angle_axis,
+    from_scaled_angle_axis_ang_sq,
     load_kform,
     qinv,
     qmul,
     qrot,
-    sa_dx_to_ang,
     store_kform,
-    to_scaled_angle_axis,
+    to_scaled_angle_axis_dx,
     vadd,
+    vdot,
     vexp,
     vlerp,
     vlog,
@@ -36,37 +37,55 @@ from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def weighted_rot(d, dd, w, dw):
     """``exp(w d)`` and its angular velocity (rad/s) for rotation vector ``d`` moving at ``dd``, weight ``w`` at ``dw``."""
+    return weighted_rot_sq(d, vdot(d, d), dd, w, dw)
+
+
+@njit(cache=True, error_model="numpy")
+def weighted_rot_sq(d, d2, dd, w, dw):
+    """``weighted_rot`` given ``d2 = |d|^2`` (rad^2); one sin and one cos for the exp map and its Jacobian."""
     r = vscale(d, w)
-    dr = vadd(vscale(d, dw), vscale(dd, w))
-    return from_scaled_angle_axis(r), sa_dx_to_ang(r, dr)
+    dr = vscale(dd, w)
+    if dw != 0.0:
+        dr = vadd(vscale(d, dw), dr)
+    return from_scaled_angle_axis_ang_sq(r, d2 * (w * w), dr)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
+def is_one(v):
+    return v[0] == 1.0 and v[1] == 1.0 and v[2] == 1.0
+
+
+@njit(cache=True, error_model="numpy")
 def blend_kform(a, b, alpha, alpha_vel):
     """Kineform between ``a`` (α=0) and ``b`` (α=1), with the velocity of the changing weight."""
     ap, ar, asc, av, aw, asv = a
     bp, br, bsc, bv, bw, bsv = b
     pos = vlerp(ap, bp, alpha)
-    vel = vadd(vlerp(av, bv, alpha), vscale(vsub(bp, ap), alpha_vel))
+    vel = vlerp(av, bv, alpha)
+    if alpha_vel != 0.0:
+        vel = vadd(vel, vscale(vsub(bp, ap), alpha_vel))
     # Rotation: walk the shortest arc from a towards b, both ends moving.
     delta = qmul(br, qinv(ar))
-    d = to_scaled_angle_axis(delta)
-    dd = ang_to_sa_dx(d, vsub(bw, qrot(delta, aw)))
-    e, e_ang = weighted_rot(d, dd, alpha, alpha_vel)
+    d, d2, dd = to_scaled_angle_axis_dx(delta, vsub(bw, qrot(delta, aw)))
+    e, e_ang = weighted_rot_sq(d, d2, dd, alpha, alpha_vel)
     rot = qmul(e, ar)
     ang = vadd(e_ang, qrot(e, aw))
-    # Scale: lerp in log space.
+    # Scale: lerp in log space; unit scales (the common case) have log 0 and stay 1.
+    svl = vlerp(asv, bsv, alpha)
+    if is_one(asc) and is_one(bsc):
+        return (pos, rot, asc, vel, ang, svl)
     la = vlog(asc)
     lb = vlog(bsc)
     scl = vexp(vlerp(la, lb, alpha))
-    svl = vadd(vlerp(asv, bsv, alpha), vscale(vsub(lb, la), alpha_vel))
+    if alpha_vel != 0.0:
+        svl = vadd(svl, vscale(vsub(lb, la), alpha_vel))
     return (pos, rot, scl, vel, ang, svl)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def blend_kernel(a, b, alpha, alpha_vel, out):
     """Blend pose tuples ``a`` and ``b`` row by row into ``out`` (which may alias either)."""
     for j in range(out[0].shape[0]):
