@@ -56,7 +56,7 @@ ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
 KEY_WIDTH = 16  # key table columns: rot (4), r1 (3), m0 (3), m1 (3), log scl (3)
 ROT, R1, M0, M1, LOG_SCL = 0, 4, 7, 10, 13
-TABLE_SAMPLES_PER_FRAME = 1  # ops.sample builds the key table for at least frames / this many times
+TABLE_SAMPLES_PER_FRAME = 3  # ops.sample builds the key table for at least frames / 3 times (break-even)
 
 
 @njit(cache=True)
@@ -201,13 +201,18 @@ def key_table(clip):
 
 
 @njit(cache=True)
-def key_rotation(rot, frames, k, j):
-    """(q_k, r1, m0, m1) of key ``k`` of joint ``j`` as the key table holds them, from the clip's keys."""
-    qm = qnormalize(load4(rot[(k - 1) % frames], j))
+def key_rotation(rot, frames, k, j, cubic):
+    """(q_k, r1, m0, m1) of key ``k`` of joint ``j`` as the key table holds them, from the clip's keys.
+
+    Linear sampling does not use the tangents: zero unless ``cubic``.
+    """
     q0 = qnormalize(load4(rot[k], j))
     q1 = qnormalize(load4(rot[(k + 1) % frames], j))
-    q2 = qnormalize(load4(rot[(k + 2) % frames], j))
     r1 = rel(q1, q0)
+    if not cubic:
+        return f32q(q0), f32(r1), ZERO, ZERO
+    qm = qnormalize(load4(rot[(k - 1) % frames], j))
+    q2 = qnormalize(load4(rot[(k + 2) % frames], j))
     m0, m1 = chart_tangents(rel(q0, qm), r1, rel(q2, q1))
     return f32q(q0), f32(r1), f32(m0), f32(m1)
 
@@ -256,11 +261,16 @@ def sample_kernel(cpos, crot, cscl, start, frames, key_dt, t, rate, cubic, loop,
                            load3(cpos[start + k1], j), load3(cpos[start + k2], j), span0, span1)
         store3(out[0], j, p)
         store3(out[3], j, vscale(dp, vs))
-        ls, dls = channel_at(w, dw, cubic, log_key(cscl[start + km], j), log_key(cscl[start + k0], j),
-                             log_key(cscl[start + k1], j), log_key(cscl[start + k2], j), span0, span1)
+        lm = ZERO
+        l2 = ZERO
+        if cubic:  # the outer keys only shape the tangents
+            lm = log_key(cscl[start + km], j)
+            l2 = log_key(cscl[start + k2], j)
+        ls, dls = channel_at(w, dw, cubic, lm, log_key(cscl[start + k0], j), log_key(cscl[start + k1], j), l2,
+                             span0, span1)
         store3(out[2], j, vexp(ls))
         store3(out[5], j, vscale(dls, vs))
-        q0, r1, m0, m1 = key_rotation(rot, frames, k, j)
+        q0, r1, m0, m1 = key_rotation(rot, frames, k, j, cubic)
         q, ang = rotation_at(w, dw, cubic, q0, r1, r1 if first else m0, r1 if last else m1)
         store4(out[1], j, q)
         store3(out[4], j, vscale(ang, vs))
