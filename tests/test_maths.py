@@ -152,3 +152,20 @@ def test_exp_is_exact_not_approximate():
     q = m.qexp(v)
     assert q[0] == pytest.approx(math.cos(1.4), abs=1e-15)
     assert q[3] == pytest.approx(math.sin(1.4), abs=1e-15)
+
+
+@settings(max_examples=100, deadline=None)
+@given(quat_raw, vec3)
+def test_to_scaled_angle_axis_dx_is_the_rate_of_the_rotation_vector(q, w):
+    q = unit(q)
+    v, t2, dv = m.to_scaled_angle_axis_dx(q, w)
+    assert close(v, m.to_scaled_angle_axis(q), 1e-12)
+    assert abs(t2 - m.vdot(v, v)) < 1e-12
+    if m.vlen(v) > math.pi - 0.05:
+        return  # near a half turn the short-way vector flips: no derivative there
+
+    def rotvec_at(h):
+        return m.to_scaled_angle_axis(m.qmul(m.from_scaled_angle_axis(m.vscale(w, h)), q))
+
+    fd = m.vscale(m.vsub(rotvec_at(H), rotvec_at(-H)), 1.0 / (2 * H))
+    assert close(dv, fd, tol=1e-5 * (1 + m.vlen(fd)))
