@@ -356,6 +356,13 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
         block = _signal_block(kind, nodes[nid].default)
         sig_init[off:off + len(block)] = block
     n_slots = max(slots.count, 1)
+    # The executor reads the clips from one flat buffer: plan.db holds views of it (no second copy).
+    clipbuf = np.ascontiguousarray(np.concatenate([a.ravel() for a in (*db[:3], *db[4:])]), dtype=np.float32)
+    views, at = [], 0
+    for a in (*db[:3], *db[4:]):
+        views.append(clipbuf[at:at + a.size].reshape(a.shape))
+        at += a.size
+    db = (*views[:3], db[3], *views[3:])
     return Plan(
         graph=graph,
         batch=int(batch),
@@ -371,7 +378,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
         n_slots=n_slots,
         sig_init=sig_init,
         table=_table(ops, io, db[3], len(sig_init), n_slots, len(db[3]), len(db[0])),
-        clipbuf=np.ascontiguousarray(np.concatenate([a.ravel() for a in (*db[:3], *db[4:])]), dtype=np.float32),
+        clipbuf=clipbuf,
         inputs=inputs,
         outputs=outputs,
         constants=constants,
