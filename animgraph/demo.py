@@ -246,7 +246,7 @@ def main(out_dir="animgraph-demo", frames=900):
           f"{fine['fd_median']:.4f} m/s, 99% {fine['fd_p99']:.3f} m/s, max {fine['fd_max']:.2f} m/s")
     steps = locked["step_s"][1:]
     print(f"  time         {np.median(steps) * 1e6:.1f} us per frame (median step, inputs included; "
-          f"first frame {locked['step_s'][0] * 1e3:.0f} ms)")
+          f"first frame {locked['step_s'][0]:.2f} s, which loads or compiles the executor)")
 
     clip = Clip(skel, locked["pos"], locked["rot"], locked["scl"], dt=DT)
     svg = plot_svg(locked, a, b)
