@@ -18,8 +18,9 @@ a call costs little Python::
     chars   float64 (B, n_sig + S): per character, the signal buffer then the state
     vecs    float32 (B, 5, slots, J, 3): per character, pos scl vel ang svl of every slot
     rots    float32 (B, slots, J, 4): per character, rot of every slot
-    clipbuf float32 (F*J*26 + F,): clip_pos, clip_rot, clip_scl, the sample key table
-                    (KEY_WIDTH = 16 per frame and joint) and the unit-scale flags of every frame
+    clipbuf float32 (F*J*26 + 7*F,): clip_pos, clip_rot, clip_scl, the sample key table
+                    (KEY_WIDTH = 16 per frame and joint), the unit-scale flags and the root
+                    motion (6 per frame) of every frame
     dt      float: frame time (s)
 
 Inside, each character's pose tuple ``(vecs[c, 0], rots[c], vecs[c, 1], ...)`` and the
@@ -62,6 +63,7 @@ def clip_db(table, clipbuf):
         table[parents_at:parents_at + joints],
         clipbuf[keys_at:keys_at + fk].reshape((frames, joints, KEY_WIDTH)),
         clipbuf[keys_at + fk:keys_at + fk + frames],
+        clipbuf[keys_at + fk + frames:keys_at + fk + 7 * frames].reshape((frames, 6)),
     )
 
 

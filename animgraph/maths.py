@@ -256,6 +256,15 @@ def sa_dx_to_ang(v, dv):
     return vadd(vadd(dv, vscale(c, a)), vscale(vcross(v, c), b))
 
 
+@njit(cache=True)
+def body_step(vel, ang, dt):
+    """Displacement (m, in the body's frame at the start) and turn (quaternion) of a body moving ``dt`` s at
+    constant body-frame velocity ``vel`` (m/s) and angular velocity ``ang`` (rad/s): ``J(ang dt) vel dt``, ``exp(ang dt)``.
+    """
+    turn = vscale(ang, dt)
+    return vscale(sa_dx_to_ang(turn, vel), dt), from_scaled_angle_axis(turn)
+
+
 @njit(cache=True, error_model="numpy")
 def from_scaled_angle_axis_ang(v, dv):
     """``from_scaled_angle_axis(v)`` and ``sa_dx_to_ang(v, dv)`` (rad/s) together, from one sin and one cos.

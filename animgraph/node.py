@@ -18,14 +18,18 @@ Kernel arguments (all for one character):
 - ``pose`` the tuple ``(pos, rot, scl, vel, ang, svl)`` of float32 arrays
   (S, J, 3|4): every pose slot; ``slot(pose, i)`` gives one pose as 2-D views.
 - ``sig`` float64 signal buffer; a signal occupies ``SIGNAL_SIZE[kind]`` floats:
-  scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``.
+  scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``, and root
+  motion ``(vel, ang)``: the simulation bone's velocity (m/s) and angular velocity (rad/s)
+  in its own frame (itself a rate; the output node integrates it into the placement).
 - ``db`` the tuple ``(clip_pos (F,J,3), clip_rot (F,J,4), clip_scl (F,J,3), parents (J,),
   sample_keys (F,J,16), unit_scale (F,))``: every clip of the graph in one frame array,
   the skeleton's parents, and what the sample node precomputes per clip at plan time
   (``animgraph.nodes.sample.key_table``: per key and joint the normalized rotation, the
   rotation vector to the next key, the two chart tangents and log(scale); and 1.0 on the
-  frames of clips whose scales are all exactly 1).  Indices 0-3 are stable; a kernel
-  called with only those four (``len(db) == 4``) must still work.
+  frames of clips whose scales are all exactly 1), then ``root_motion (F, 6)``: per frame the
+  simulation bone's velocity and angular velocity in its own frame (``ClipRange``s of
+  root-motion variants of a clip point at rows that hold them; zero elsewhere).  Indices
+  0-3 are stable; a kernel called with only those four (``len(db) == 4``) must still work.
 - ``dt`` the frame time in seconds.
 """
 
@@ -40,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import GraphError
 
-SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1}
+SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6}
 SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
 SPACES = ("local", "global", "any")
 
@@ -63,6 +67,7 @@ class ClipRange:
     frames: int
     dt: float
     clip: object = None
+    variant: str = ""  # "" the clip as loaded; "root" / "root_loop" root-relative with root motion
 
 
 @dataclass
@@ -70,7 +75,7 @@ class BuildContext:
     """What a node may look at when laying out its parameters and state."""
 
     skeleton: object
-    clips: dict = field(default_factory=dict)  # asset name -> ClipRange
+    clips: dict = field(default_factory=dict)  # asset name (or (name, variant)) -> ClipRange
 
     def joint(self, node, port, joint):
         """Index of ``joint`` in the skeleton, or a GraphError naming node and field."""
@@ -79,15 +84,18 @@ class BuildContext:
         except ValueError as e:
             raise GraphError(str(e), node=node.id, port=port) from None
 
-    def clip(self, node, port, name):
-        """The ClipRange of asset ``name``, or a GraphError naming node and field."""
+    def clip(self, node, port, name, variant=""):
+        """The ClipRange of asset ``name`` (its ``variant``, see ``Node.clip_variants``), or a GraphError naming node and field."""
         if name not in self.clips:
             raise GraphError(
-                f"unknown clip asset {name!r} (assets: {', '.join(sorted(self.clips)) or 'none'})",
+                f"unknown clip asset {name!r} (assets: {', '.join(sorted(k for k in self.clips if isinstance(k, str))) or 'none'})",
                 node=node.id,
                 port=port,
             )
-        return self.clips[name]
+        key = (name, variant) if variant else name
+        if key not in self.clips:
+            raise GraphError(f"clip asset {name!r}: its {variant!r} variant was not prepared", node=node.id, port=port)
+        return self.clips[key]
 
 
 class Node(BaseModel):
@@ -107,6 +115,10 @@ class Node(BaseModel):
 
     def outputs(self):
         return tuple(self.OUTPUTS)
+
+    def clip_variants(self):
+        """(asset name, variant) pairs the planner must prepare for this node: e.g. ``("walk", "root_loop")``."""
+        return ()
 
     def params(self, ctx: BuildContext) -> np.ndarray:
         """Flat float64 parameters read by the kernel."""

@@ -9,8 +9,10 @@
   unlinked signal input whose node has a field of the same name (-1 otherwise);
 - parameters float64, shared by the characters; state float64 per character;
 - every asset in one frame array ``db = (clip_pos, clip_rot, clip_scl, parents,
-  sample_keys, unit_scale)`` with a ``ClipRange`` per asset: the sample node's key table
-  of each clip and its all-scales-1 flag (per frame) are computed here, once per plan.
+  sample_keys, unit_scale, root_motion)`` with a ``ClipRange`` per asset: the sample node's
+  key table of each clip and its all-scales-1 flag (per frame) are computed here, once per
+  plan, and so are the variants nodes ask for (``Node.clip_variants``: a clip made
+  root-relative, with its root motion per frame, for ``sample``'s root-motion mode).
   Assets are BVH paths relative to the graph file, ``{"path": ..., "scale": ...}``, or
   ``"animgraph:NAME"`` for a bundled clip; they must share one skeleton (the same parents).
 
@@ -69,7 +71,7 @@ class Plan:
     n_slots: int
     sig_init: np.ndarray
     table: np.ndarray  # int64: header, ops, io, parents (see animgraph.executor)
-    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl, sample keys, unit-scale flags flattened
+    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl, sample keys, unit-scale flags, root motion flattened
     inputs: dict  # input node id -> (offset, signal kind)
     outputs: dict  # output node id -> (signal kind, slot or offset, state offset)
     constants: dict  # (node id, port) -> (offset, signal kind): unlinked inputs fed from fields
@@ -203,32 +205,49 @@ def load_assets(graph, assets=None, skeleton=None):
     return skeleton, clips
 
 
-def _frame_db(skeleton, clips):
-    """One frame array for every clip, ClipRanges into it, and the parents (int64).
+def _variant(skeleton, clip, variant):
+    """(clip, root motion (F,6)) of one variant of a clip: as loaded, or root-relative (``preprocess.root_motion_clip``)."""
+    if not variant:
+        return clip, np.zeros((clip.frames, 6), np.float32)
+    if variant not in ("root", "root_loop"):
+        raise ValueError(f"unknown clip variant {variant!r}")
+    from .preprocess import root_motion_clip
 
-    ``db = (pos, rot, scl, parents, keys, unit)``: ``keys`` (F, J, KEY_WIDTH) the sample
-    node's key table, ``unit`` (F,) 1.0 on the frames of clips whose scales are all exactly 1.
+    return root_motion_clip(skeleton, clip, loop=variant == "root_loop")
+
+
+def _frame_db(skeleton, clips, variants=()):
+    """One frame array for every clip (and every ``(name, variant)`` asked for), ClipRanges into it, the parents.
+
+    ``db = (pos, rot, scl, parents, keys, unit, motion)``: ``keys`` (F, J, KEY_WIDTH) the
+    sample node's key table, ``unit`` (F,) 1.0 on the frames of clips whose scales are all
+    exactly 1, ``motion`` (F, 6) the root motion of root-motion variants (zero elsewhere).
     """
     from .nodes.sample import KEY_WIDTH, key_table
 
     joints = len(skeleton) if skeleton is not None else 0
-    ranges, start = {}, 0
-    for name, clip in clips.items():
-        ranges[name] = ClipRange(start, clip.frames, clip.dt, clip)
+    entries = [(name, name, clip, "") for name, clip in clips.items()]
+    entries += [((name, v), name, clips[name], v) for name, v in dict.fromkeys(variants) if name in clips]
+    ranges, start, parts = {}, 0, []
+    for key, name, clip, variant in entries:
+        clip, motion = _variant(skeleton, clip, variant)
+        ranges[key] = ClipRange(start, clip.frames, clip.dt, clip, variant)
+        parts.append((clip, motion))
         start += clip.frames
 
-    def stack(parts, shape):
-        if not parts:
+    def stack(arrays, shape):
+        if not arrays:
             return np.zeros(shape, np.float32)
-        return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
+        return np.ascontiguousarray(np.concatenate(arrays), dtype=np.float32)
 
-    tables = [key_table(c) for c in clips.values()]
+    tables = [key_table(c) for c, _ in parts]
     keys = stack([k for k, _ in tables], (0, joints, KEY_WIDTH))
-    unit = stack([np.full(c.frames, float(u)) for c, (_, u) in zip(clips.values(), tables)], (0,))
+    unit = stack([np.full(c.frames, float(u)) for (c, _), (_, u) in zip(parts, tables)], (0,))
+    motion = stack([m for _, m in parts], (0, 6))
     parents = np.ascontiguousarray(skeleton.parents if skeleton is not None else [], dtype=np.int64)
-    fields = [stack([getattr(c, f) for c in clips.values()], (0, joints, w))
+    fields = [stack([getattr(c, f) for c, _ in parts], (0, joints, w))
               for f, w in (("pos", 3), ("rot", 4), ("scl", 3))]
-    return (*fields, parents, keys, unit), ranges
+    return (*fields, parents, keys, unit, motion), ranges
 
 
 # ---------------------------------------------------------------- layout
@@ -280,7 +299,8 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
     skeleton, clips = load_assets(graph, assets, skeleton)
     if uses_pose and skeleton is None:
         raise GraphError("the graph has pose nodes but no skeleton: add a clip asset", file=file)
-    db, ranges = _frame_db(skeleton, clips)
+    variants = [v for nid in order for v in nodes[nid].clip_variants()]
+    db, ranges = _frame_db(skeleton, clips, variants)
     ctx = PlanContext(skeleton, ranges, checked.spaces)
 
     kind_of = {name: i for i, name in enumerate(kinds())}

@@ -249,3 +249,72 @@ def mirror(skel, clip):
     out.tags = copy.deepcopy(clip.tags)
     out.contact_joints = list(clip.contact_joints)
     return out
+
+
+# ---------------------------------------------------------------- root motion
+
+
+def motion_track(root_pos, root_rot, dt):
+    """Root motion per frame (F,6): the simulation bone's velocity (m/s) and angular velocity (rad/s) in its own frame.
+
+    Central differences of the bone's ground path and unwrapped facing (one-sided,
+    second order, at the ends); the angular velocity turns about +Y only.
+    """
+    frames = len(root_pos)
+    out = np.zeros((frames, 6))
+    if frames < 2:
+        return out.astype(np.float32)
+    order = 2 if frames > 2 else 1
+    vel = np.gradient(np.asarray(root_pos, np.float64), dt, axis=0, edge_order=order)
+    yaw = facing_angle(np.asarray(root_rot, np.float64))
+    c, s = np.cos(yaw), np.sin(yaw)
+    # Into the bone's frame: rotate by -yaw about +Y (yaw turns +Z towards +X).
+    out[:, 0] = c * vel[:, 0] - s * vel[:, 2]
+    out[:, 1] = vel[:, 1]
+    out[:, 2] = s * vel[:, 0] + c * vel[:, 2]
+    out[:, 4] = np.gradient(yaw, dt, edge_order=order)
+    return out.astype(np.float32)
+
+
+def seamless(pose):
+    """Local pose (F,J) whose last frame runs into its first: the mismatch spread over the clip (additive offsets).
+
+    The frame after the last, carried one frame on at its velocities (by difference
+    of the last two frames), should be the first; frame k gets k/F of the offset that
+    makes it so, so the loop's wrap moves no joint further than a frame's motion.
+    """
+    from .ops import additive, difference
+
+    frames = pose.pos.shape[0]
+    if frames < 3:
+        return pose
+    last, before = pose[frames - 1], pose[frames - 2]
+    after = additive(last, difference(last, before), 1.0)  # one more frame at the last frame's rate
+    seam = difference(pose[0], after)
+    seams = Pose(*(np.broadcast_to(x, (frames,) + x.shape).copy() for x in seam.as_tuple()))
+    return additive(pose, seams, np.arange(frames) / frames)
+
+
+def root_motion_clip(skel, clip, loop=False):
+    """(clip with each root joint relative to the simulation bone, root motion (F,6)) for root-motion sampling.
+
+    The bone is ``root_track``'s (ground projection of the upper spine, facing of the
+    hips); the returned clip's roots move only as much as the body sways about it,
+    and ``motion_track`` gives the bone's own velocities, which an integrator (the
+    graph's output node) adds up.  ``loop``: the root-relative pose is made seamless
+    (``seamless``), so a looping clip's wrap neither jumps the pose nor the root.
+    """
+    from . import kform
+
+    root_pos, root_rot = root_track(skel, clip)
+    sim = Pose(root_pos[:, None], root_rot[:, None])
+    pose = Pose(clip.pos.copy(), clip.rot.copy(), clip.scl.copy())
+    for r in np.flatnonzero(skel.parents < 0):
+        rel = kform.div(sim, Pose(clip.pos[:, r:r + 1], clip.rot[:, r:r + 1], clip.scl[:, r:r + 1]))
+        pose.pos[:, r], pose.rot[:, r] = rel.pos[:, 0], rel.rot[:, 0]
+    if loop:
+        pose = seamless(pose)
+    out = copy.copy(clip)
+    out.pos, out.rot, out.scl = pose.pos, pose.rot, pose.scl
+    out.root_pos, out.root_rot = root_pos, root_rot
+    return out, motion_track(root_pos, root_rot, clip.dt)

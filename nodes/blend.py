@@ -107,15 +107,22 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     elif alpha > 1.0:
         alpha = 1.0
         alpha_vel = 0.0
+    if par[1] > 0.0:  # root motion: a lerp of the two bodies' velocities
+        for c in range(int(par[1])):
+            sig[outs[0] + c] = sig[ins[0] + c] + alpha * (sig[ins[1] + c] - sig[ins[0] + c])
+        return
     blend_kernel(slot(pose, ins[0]), slot(pose, ins[1]), alpha, alpha_vel, slot(pose, outs[0]))
 
 
 @register(run)
 class Blend(Node):
-    """Cross-fade two poses of the same space; the weight's rate adds its own velocity."""
+    """Cross-fade two poses of the same space (or two root motions); the weight's rate adds its own velocity."""
 
     type: Literal["blend"] = "blend"
     alpha: float = Field(0.5, ge=0.0, le=1.0, description="weight of b (0: a, 1: b)")
+    signal: Literal["pose", "motion"] = Field(
+        "pose", description="what is blended: poses, or root motions (blend them with the same alpha as their poses)"
+    )
 
     INPUTS = (
         Port("a", "pose", "any", "pose at alpha 0"),
@@ -124,8 +131,19 @@ class Blend(Node):
     )
     OUTPUTS = (Port("pose", "pose", "any", "blended pose, in the inputs' space"),)
 
+    def inputs(self):
+        if self.signal == "motion":
+            return (Port("a", "motion", "", "root motion at alpha 0"), Port("b", "motion", "", "root motion at alpha 1"),
+                    self.INPUTS[2])
+        return self.INPUTS
+
+    def outputs(self):
+        if self.signal == "motion":
+            return (Port("value", "motion", "", "blended root motion"),)
+        return self.OUTPUTS
+
     def params(self, ctx):
-        return np.array([self.alpha], dtype=np.float64)
+        return np.array([self.alpha, 6.0 if self.signal == "motion" else 0.0], dtype=np.float64)
 
 
 def broadcast_poses(*poses):

@@ -28,13 +28,14 @@ from pydantic import Field, field_validator
 
 from animgraph.decay import decay3, spring_weights
 from animgraph.errors import GraphError
-from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vlen, vsub
+from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vsub
 from animgraph.node import Node, Port, register, slot
 
 from .two_bone_ik import Axis, apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
 from .two_bone_ik import set_global_rotation, skeleton_parents
 
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
+ZERO = (0.0, 0.0, 0.0)
 STATE_SIZE = 11  # prev contact, lock, locked point (3), offset (3), offset velocity (3)
 
 
@@ -43,7 +44,53 @@ def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
     """Lock the foot in place on local pose tuple ``pose``; lock position and velocity to ``locked[at:at+6]``.
 
     ``par`` = (hip, knee, foot, toe, unlock radius m, half-life s, foot height m, knee hinge axis);
-    ``st`` the 11 floats of state, updated.
+    ``st`` the 11 floats of state, updated.  The model frame stands still in the world.
+    """
+    foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, ZERO, ZERO)
+
+
+@njit(cache=True)
+def leave_frame(st, vel, ang, dt):
+    """Re-express the lock point, offset and offset rate (state) in the model frame ``dt`` s on.
+
+    The model frame moves at root motion ``(vel, ang)`` (its own frame, as the output node
+    integrates it), so a point fixed in the world is ``turn^-1 (point - disp)`` there.
+    """
+    disp, turn = body_step(vel, ang, dt)
+    point = qinv_rot(turn, vsub((st[2], st[3], st[4]), disp))
+    off = qinv_rot(turn, (st[5], st[6], st[7]))
+    offv = qinv_rot(turn, (st[8], st[9], st[10]))
+    for i in range(3):
+        st[2 + i] = point[i]
+        st[5 + i] = off[i]
+        st[8 + i] = offv[i]
+
+
+@njit(cache=True)
+def frame_velocity(x, mvel, mang):
+    """Velocity (m/s, world) of the model-frame point ``x`` as the frame moves at root motion ``(mvel, mang)``."""
+    return vadd(mvel, vcross(mang, x))
+
+
+@njit(cache=True)
+def lock_position(lock, point, off, offv, p, v, mvel, mang):
+    """Lock position and its velocity in the model frame: the world-fixed point, or the toe ``(p, v)``, plus the offset.
+
+    The offset decays in the world (its rate ``offv`` is world-relative), so seen from the
+    moving frame it also turns at ``-mang``; a world-fixed point moves at ``-frame_velocity``.
+    """
+    if lock:
+        pos = vadd(point, off)
+        return pos, vsub(offv, frame_velocity(pos, mvel, mang))
+    return vadd(p, off), vsub(vadd(v, offv), vcross(mang, off))
+
+
+@njit(cache=True)
+def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, mvel, mang):
+    """``foot_lock_update`` in a model frame moving at root motion ``mvel`` (m/s), ``mang`` (rad/s): the lock holds in the world.
+
+    A world-fixed point ``c`` moves at ``-(mvel + mang x c)`` in the model frame, and the
+    offset, which decays in the world, turns at ``-mang``.
     """
     jh, jk, jf, jt = int(par[0]), int(par[1]), int(par[2]), int(par[3])
     radius, halflife, height = par[4], par[5], par[6]
@@ -59,19 +106,17 @@ def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
 
     if lock and (not contact or vlen(vsub(point, p)) > radius):
         # Release: the target jumps from the point to the toe, the offset takes the jump.
+        pos, vel = lock_position(True, point, off, offv, p, v, mvel, mang)
         lock = False
-        off = vadd(off, vsub(point, p))
-        offv = vsub(offv, v)
+        off = vsub(pos, p)
+        offv = vadd(vsub(vel, v), vcross(mang, off))
     if contact and not was_contact:
         # Lock where the lock position is now, at foot height; the offset takes the jump.
-        if lock:
-            cur, curv = vadd(point, off), offv
-        else:
-            cur, curv = vadd(p, off), vadd(v, offv)
+        cur, curv = lock_position(lock, point, off, offv, p, v, mvel, mang)
         lock = True
         point = (cur[0], height, cur[2])
         off = vsub(cur, point)
-        offv = curv
+        offv = vadd(curv, frame_velocity(cur, mvel, mang))
 
     st[0] = 1.0 if contact else 0.0
     st[1] = 1.0 if lock else 0.0
@@ -80,13 +125,11 @@ def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
         st[5 + i] = off[i]
         st[8 + i] = offv[i]
 
-    if lock:
-        pos, vel = vadd(point, off), offv
-    else:
-        pos, vel = vadd(p, off), vadd(v, offv)
+    pos, vel = lock_position(lock, point, off, offv, p, v, mvel, mang)
     for i in range(3):
         locked[at + i] = pos[i]
         locked[at + 3 + i] = vel[i]
+    leave_frame(st, mvel, mang, dt)
 
     # Move the foot by the lock's displacement from the animated toe ...
     tpos = vadd(foot[0], vsub(pos, p))
@@ -108,7 +151,12 @@ def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
 def run(ins, outs, par, st, pose, sig, db, dt):
     out = slot(pose, outs[0])
     copy_pose(slot(pose, ins[0]), out)
-    foot_lock_update(out, db[3], par, st, sig[ins[1]] > 0.5, dt, sig, outs[1])
+    if ins[2] >= 0:
+        m = ins[2]
+        mvel, mang = (sig[m], sig[m + 1], sig[m + 2]), (sig[m + 3], sig[m + 4], sig[m + 5])
+    else:
+        mvel, mang = ZERO, ZERO
+    foot_lock_moving(out, db[3], par, st, sig[ins[1]] > 0.5, dt, sig, outs[1], mvel, mang)
 
 
 def check_leg(parents, hip, knee, foot, toe):
@@ -140,6 +188,7 @@ class FootLockNode(Node):
     INPUTS = (
         Port("pose", "pose", "local", "parent-relative pose"),
         Port("contact", "bool", "", "the toe is in contact with the ground"),
+        Port("motion", "motion", "", "root motion of the model frame (from the graph's output), so locks hold in the world", True),
     )
     OUTPUTS = (
         Port("pose", "pose", "local", "parent-relative pose with the foot locked"),

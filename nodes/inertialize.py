@@ -49,6 +49,7 @@ from animgraph.pose import Pose
 HEADER = 3  # has a previous output, seconds since the transition, offset active
 KFORM = 19  # floats of one stored kineform
 OFFSET = 18  # floats of one joint's offset: pos, vel, rot, rot rate, log scale, its rate
+MOTION = 12  # root motion: last output (6) and its offset (6)
 SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
 
 
@@ -152,6 +153,23 @@ def state_pose(st, o, joints):
 
 
 @njit(cache=True)
+def motion_offset(sig, at, out, st, record, transition, cubic, length, t):
+    """Root motion ``sig[at:at+6]`` plus its decaying offset into ``sig[out:out+6]``; ``st`` holds (last output, offset).
+
+    On a transition the offset is the last output minus the new input, so the velocity
+    the output node integrates does not step; it decays like the pose's offset (as a
+    value: root motion carries no rate of its own).
+    """
+    w = decay_weights(cubic, length, t)
+    for c in range(6):
+        if transition:
+            st[6 + c] = st[c] - sig[at + c] if record and length > 0.0 else 0.0
+        value = sig[at + c] + w[0] * st[6 + c]
+        sig[out + c] = value
+        st[c] = value
+
+
+@njit(cache=True)
 def run(ins, outs, par, st, pose, sig, db, dt):
     cubic = par[0] > 0.5
     length = par[1]
@@ -161,6 +179,9 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     prev = state_pose(st, HEADER, joints)
     off = st[HEADER + KFORM * joints : HEADER + (KFORM + OFFSET) * joints].reshape((joints, OFFSET))
     transition = ins[1] >= 0 and sig[ins[1]] > 0.5
+    if ins[2] >= 0:
+        motion_offset(sig, ins[2], outs[1], st[HEADER + (KFORM + OFFSET) * joints:], transition and st[0] > 0.5,
+                      transition, cubic, length, 0.0 if transition else st[1] + dt)
     if transition and st[0] > 0.5 and length > 0.0:
         # The previous output, one frame on, is what would show now: the offset starts there.
         record_offsets(prev, inp, dt, off)
@@ -193,8 +214,12 @@ class Inertialize(Node):
     INPUTS = (
         Port("pose", "pose", "local", "input pose with velocities"),
         Port("transition", "bool", "", "set on the frame the input jumps", True),
+        Port("motion", "motion", "", "root motion switched with the pose: inertialized alike", True),
     )
-    OUTPUTS = (Port("pose", "pose", "local", "input with the decaying offset applied"),)
+    OUTPUTS = (
+        Port("pose", "pose", "local", "input with the decaying offset applied"),
+        Port("motion", "motion", "", "root motion with its decaying offset (zero when 'motion' is unlinked)"),
+    )
 
     def length(self):
         return self.duration if self.mode == "cubic" else self.halflife
@@ -204,7 +229,7 @@ class Inertialize(Node):
 
     def state(self, ctx, time=0.0):
         """No previous output and no offset: the first frame shows the input."""
-        return np.zeros(HEADER + (KFORM + OFFSET) * len(ctx.skeleton), dtype=np.float64)
+        return np.zeros(HEADER + (KFORM + OFFSET) * len(ctx.skeleton) + MOTION, dtype=np.float64)
 
 
 # ---------------------------------------------------------------- op

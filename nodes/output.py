@@ -1,10 +1,18 @@
 """Graph output: what ``Instance.step`` returns under this node's id.
 
-A pose output holds the character's world placement: a static kineform ``W`` per
-character (state), composed onto the root joints of a local pose (or every joint
-of a global one): ``out = W * in``.  ``W`` has no velocity, so a teleport (a change
-of ``W``) moves every global position by exactly the teleport while the next
-frame's velocities are those of the unmoved pose, rotated by W's rotation only.
+A pose output holds the character's world placement ``W`` (state, per character),
+composed onto the root joints of a local pose (or every joint of a global one):
+``out = W * in``.  Without root motion ``W`` is static: a teleport (a change of ``W``)
+moves every global position by exactly the teleport while the next frame's velocities
+are those of the unmoved pose, rotated by W's rotation only.
+
+With its ``motion`` input linked (a root-motion signal: velocity ``v`` and angular
+velocity ``w`` in W's own frame) the output is the integrator of root motion: ``W``
+moves at world velocity ``R v`` and angular velocity ``R w`` this frame, so the output's
+velocities carry the root motion exactly (leverage included), and after the frame ``W``
+advances by the exact arc of a body moving at constant ``(v, w)`` for ``dt``:
+``rot' = rot exp(w dt)``, ``pos' = pos + R J(w dt) v dt`` (``J`` the left Jacobian of exp).
+Blends and switches act on the signal, so the placement never jumps.
 A signal output copies its input.
 """
 
@@ -13,10 +21,12 @@ from typing import ClassVar, Literal
 import numpy as np
 from numba import njit
 
-from animgraph.maths import kmul, load_kform, store_kform
+from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
 
 POSE, SIGNAL = 1.0, 0.0
+ZERO = (0.0, 0.0, 0.0)
+ONE = (1.0, 1.0, 1.0)
 
 
 @njit(cache=True)
@@ -30,14 +40,35 @@ def place(src, parents, world, every_joint, out):
 
 
 @njit(cache=True)
+def advance_placement(pos, rot, vel, ang, dt):
+    """Placement (pos m, rot) after ``dt`` s at constant body-frame velocity ``vel`` (m/s) and ``ang`` (rad/s)."""
+    disp, turn = body_step(vel, ang, dt)
+    return vadd(pos, qrot(rot, disp)), qnormalize(qmul(rot, turn))
+
+
+@njit(cache=True)
+def read3(sig, at):
+    return (sig[at], sig[at + 1], sig[at + 2])
+
+
+@njit(cache=True)
 def run(ins, outs, par, st, pose, sig, db, dt):
-    if par[0] == POSE:
-        z = (0.0, 0.0, 0.0)
-        world = ((st[0], st[1], st[2]), (st[3], st[4], st[5], st[6]), (1.0, 1.0, 1.0), z, z, z)
-        place(slot(pose, ins[0]), db[3], world, par[1] != 0.0, slot(pose, outs[0]))
-    else:
+    if par[0] != POSE:
         for i in range(int(par[1])):
             sig[outs[0] + i] = sig[ins[0] + i]
+        return
+    pos = (st[0], st[1], st[2])
+    rot = (st[3], st[4], st[5], st[6])
+    vel, ang = ZERO, ZERO
+    moving = ins[1] >= 0
+    if moving:
+        vel, ang = read3(sig, ins[1]), read3(sig, ins[1] + 3)
+    world = (pos, rot, ONE, qrot(rot, vel), qrot(rot, ang), ZERO)
+    place(slot(pose, ins[0]), db[3], world, par[1] != 0.0, slot(pose, outs[0]))
+    if moving:
+        pos, rot = advance_placement(pos, rot, vel, ang, dt)
+        st[0], st[1], st[2] = pos
+        st[3], st[4], st[5], st[6] = rot
 
 
 @register(run)
@@ -45,10 +76,11 @@ class Output(Node):
     """A graph output, returned by ``Instance.step`` under the node id; a pose output holds the world placement."""
 
     type: Literal["output"] = "output"
-    signal: Literal["pose", "scalar", "vec3", "quat", "int", "bool"] = "pose"
+    signal: Literal["pose", "scalar", "vec3", "quat", "int", "bool", "motion"] = "pose"
 
     INPUTS = (Port("pose", "pose", "any", "the pose to output ('value' port when signal is not 'pose')"),)
     OUTPUTS = (Port("pose", "pose", "any", "the output as returned, teleports applied"),)
+    MOTION: ClassVar[Port] = Port("motion", "motion", "", "root motion integrated into the world placement (pose outputs)", True)
     GRAPH_OUTPUT: ClassVar[bool] = True
 
     def _port(self):
@@ -57,7 +89,7 @@ class Output(Node):
         return Port("value", self.signal, "", "the output value")
 
     def inputs(self):
-        return (self._port(),)
+        return (self._port(), self.MOTION) if self.signal == "pose" else (self._port(),)
 
     def outputs(self):
         return (self._port(),)

@@ -25,7 +25,7 @@ fly from the clip's keys, so both paths give identical results.
 """
 
 import math
-from typing import Literal, Optional
+from typing import ClassVar, Literal, Optional
 
 import numpy as np
 from numba import njit
@@ -346,6 +346,35 @@ def sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out):
         sample_kernel(db[0], db[1], db[2], start, frames, key_dt, t, rate, cubic, loop, out)
 
 
+@njit(cache=True, error_model="numpy")
+def motion_at(motion, start, frames, key_dt, t, rate, cubic, loop):
+    """Root motion (velocity m/s, angular velocity rad/s, the bone's frame) at time ``t`` (s), times ``rate``.
+
+    The per-frame root motion rows are interpolated like any channel (values, not
+    derivatives); a clamped clip at or past an end does not move.
+    """
+    k, s, moving = segment(t, frames, key_dt, loop, rate)
+    km, k0, k1, k2, span0, span1 = keys(k, frames, loop)
+    w, dw = basis(s, cubic)
+    scale = rate if moving else 0.0
+    km, k0, k1, k2 = km + start, k0 + start, k1 + start, k2 + start
+    vel, _ = channel_at(w, dw, cubic, col3(motion, km, 0), col3(motion, k0, 0), col3(motion, k1, 0),
+                        col3(motion, k2, 0), span0, span1)
+    ang, _ = channel_at(w, dw, cubic, col3(motion, km, 3), col3(motion, k0, 3), col3(motion, k1, 3),
+                        col3(motion, k2, 3), span0, span1)
+    return vscale(vel, scale), vscale(ang, scale)
+
+
+@njit(cache=True)
+def put_motion(sig, at, db, start, frames, key_dt, t, rate, cubic, loop):
+    """Write the root motion at time ``t`` (from ``db[6]``) into the signal block ``sig[at:at+6]``."""
+    if len(db) > 6:  # a constant when numba compiles: a db without root motion leaves it zero
+        vel, ang = motion_at(db[6], start, frames, key_dt, t, rate, cubic, loop)
+        for c in range(3):
+            sig[at + c] = vel[c]
+            sig[at + 3 + c] = ang[c]
+
+
 @njit(cache=True)
 def run(ins, outs, par, st, pose, sig, db, dt):
     start = int(par[0])
@@ -353,6 +382,7 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     key_dt = par[2]
     cubic = par[3] > 0.5
     loop = par[4] > 0.5
+    root_motion = par[6] > 0.5
     out = slot(pose, outs[0])
     if ins[0] >= 0:
         # Driven: sample at time.x, the time's own rate scales the velocities.
@@ -361,14 +391,16 @@ def run(ins, outs, par, st, pose, sig, db, dt):
         if not (math.isfinite(t) and math.isfinite(rate)):
             t = 0.0
             rate = 0.0
-        sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
-        return
-    rate = sig[ins[1]] if ins[1] >= 0 else par[5]
-    if not math.isfinite(rate):
-        rate = 0.0
-    t = st[0]
+    else:
+        rate = sig[ins[1]] if ins[1] >= 0 else par[5]
+        if not math.isfinite(rate):
+            rate = 0.0
+        t = st[0]
     sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
-    st[0] = advance(t, rate * dt, frames, key_dt, loop)
+    if root_motion:
+        put_motion(sig, outs[1], db, start, frames, key_dt, t, rate, cubic, loop)
+    if ins[0] < 0:
+        st[0] = advance(t, rate * dt, frames, key_dt, loop)
 
 
 @register(run)
@@ -383,17 +415,32 @@ class Sample(Node):
     time: Optional[float] = Field(
         None, allow_inf_nan=False, description="fixed sampling time (s); null runs the node's own clock"
     )
+    root_motion: bool = Field(
+        False,
+        description="separate the simulation bone: the pose comes out relative to it (root joints) and its "
+        "motion comes out of the 'motion' port, for the output node to integrate; a looping clip is made seamless",
+    )
 
     INPUTS = (
         Port("time", "scalar", "", "sampling time (s) and its rate; unlinked and null: own clock", True),
         Port("rate", "scalar", "", "playback rate of the own clock (default: field rate)", True),
     )
     OUTPUTS = (Port("pose", "pose", "local", "sampled local pose with velocities"),)
+    MOTION: ClassVar[Port] = Port("motion", "motion", "", "root motion: the simulation bone's velocity and angular velocity in its own frame")
+
+    def outputs(self):
+        return self.OUTPUTS + ((self.MOTION,) if self.root_motion else ())
+
+    def _variant(self):
+        return ("root_loop" if self.loop else "root") if self.root_motion else ""
+
+    def clip_variants(self):
+        return ((self.clip, self._variant()),) if self.root_motion else ()
 
     def params(self, ctx):
-        r = ctx.clip(self, "clip", self.clip)
+        r = ctx.clip(self, "clip", self.clip, self._variant())
         return np.array(
-            [r.start, r.frames, r.dt, self.mode == "cubic", self.loop, self.rate], dtype=np.float64
+            [r.start, r.frames, r.dt, self.mode == "cubic", self.loop, self.rate, self.root_motion], dtype=np.float64
         )
 
     def state(self, ctx, time=0.0):

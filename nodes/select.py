@@ -1,7 +1,8 @@
-"""Select one of N poses by an integer index, and say when the choice changes.
+"""Select one of N poses (or N signals of one kind) by an integer index, and say when the choice changes.
 
 The output is a copy of input ``in{i}`` with ``i = clamp(round(index), 0, N-1)``, velocities
-included: a hard switch, so the ``changed`` event (1.0 on the frame the clamped index
+included: a hard switch (a root-motion signal switches with its pose through a second
+select on the same index), so the ``changed`` event (1.0 on the frame the clamped index
 differs from the previous frame's, else 0.0) is what a downstream transition (inertialize,
 dead blend) hangs off.  The state holds the previous index; -1 after a reset, so the first
 frame is never a change.
@@ -14,7 +15,7 @@ import numpy as np
 from numba import njit
 from pydantic import Field, model_validator
 
-from animgraph.node import Node, Port, register
+from animgraph.node import SIGNAL_SIZE, Node, Port, register
 from animgraph.pose import Pose
 
 
@@ -32,7 +33,11 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     index = clamp_index(sig[ins[count]] if ins[count] >= 0 else par[1], count)
     src = ins[index]
     dst = outs[0]
-    if src != dst:
+    size = int(par[2])
+    if size > 0:  # a signal: copy its block
+        for c in range(size):
+            sig[dst + c] = sig[src + c]
+    elif src != dst:
         pose[0][dst][:] = pose[0][src]
         pose[1][dst][:] = pose[1][src]
         pose[2][dst][:] = pose[2][src]
@@ -45,16 +50,24 @@ def run(ins, outs, par, st, pose, sig, db, dt):
 
 @register(run)
 class Select(Node):
-    """Pass one of ``count`` poses through, chosen by ``index``; ``changed`` fires on a switch."""
+    """Pass one of ``count`` poses (or signals) through, chosen by ``index``; ``changed`` fires on a switch."""
 
     type: Literal["select"] = "select"
-    count: int = Field(2, ge=1, le=64, description="number of pose inputs in0..in{count-1}")
+    count: int = Field(2, ge=1, le=64, description="number of inputs in0..in{count-1}")
     index: int = Field(0, ge=0, description="input chosen while the index port is unlinked")
+    signal: Literal["pose", "motion", "scalar", "vec3", "quat", "int", "bool"] = Field(
+        "pose", description="what is selected: poses, or signals of this kind (output port 'value')"
+    )
 
     OUTPUTS = (
-        Port("pose", "pose", "any", "the selected pose"),
+        Port("pose", "pose", "any", "the selected pose ('value' when signal is not 'pose')"),
         Port("changed", "bool", "", "1 on the frame the selected index changes, else 0"),
     )
+
+    def outputs(self):
+        if self.signal == "pose":
+            return self.OUTPUTS
+        return (Port("value", self.signal, "", "the selected signal"), self.OUTPUTS[1])
 
     @model_validator(mode="after")
     def _index_in_range(self):
@@ -63,11 +76,13 @@ class Select(Node):
         return self
 
     def inputs(self):
-        poses = tuple(Port(f"in{i}", "pose", "any", f"pose {i}") for i in range(self.count))
-        return poses + (Port("index", "int", "", "input to pass through, clamped to range", True),)
+        space = "any" if self.signal == "pose" else ""
+        items = tuple(Port(f"in{i}", self.signal, space, f"input {i}") for i in range(self.count))
+        return items + (Port("index", "int", "", "input to pass through, clamped to range", True),)
 
     def params(self, ctx):
-        return np.array([self.count, self.index], dtype=np.float64)
+        size = 0 if self.signal == "pose" else SIGNAL_SIZE[self.signal]
+        return np.array([self.count, self.index, size], dtype=np.float64)
 
     def state(self, ctx, time=0.0):
         """Previous index; -1 means no previous frame (the next frame is not a change)."""

@@ -29,7 +29,7 @@ def run_cli(capsys, *argv):
 def test_validate_prints_ok_with_node_count(capsys):
     status, out, err = run_cli(capsys, "validate", BLEND)
     assert status == 0 and err == ""
-    assert out.startswith(f"OK {BLEND}: 5 nodes")
+    assert out.startswith(f"OK {BLEND}: 6 nodes")
 
 
 def test_schema_is_json_with_every_node_type(capsys):

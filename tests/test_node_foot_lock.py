@@ -284,7 +284,7 @@ def test_node_kernel_through_the_contract():
     J = len(skel)
     pose = tuple(np.zeros((2, J, n), np.float32) for n in (3, 4, 3, 3, 3, 3))
     sig = np.zeros(8)
-    ins, outs = np.array([0, 7], np.int64), np.array([1, 0], np.int64)  # contact at 7, locked at 0..5
+    ins, outs = np.array([0, 7, -1], np.int64), np.array([1, 0], np.int64)  # contact at 7, locked at 0..5, no root motion
     db = (np.zeros((1, J, 3), np.float32), np.zeros((1, J, 4), np.float32), np.ones((1, J, 3), np.float32),
           skel.parents.astype(np.int64))
     ref = FootLock(foot_height=0.035, hinge=CMU_LEFT_KNEE)

@@ -56,14 +56,17 @@ class Runner:
         j = len(skel)
         self.pose = tuple(np.zeros((3, j, n), np.float32) for n in (3, 4, 3, 3, 3, 3))
         self.sig = np.zeros(8)
-        self.ins = np.array([2] + [3, 5][:events], np.int64)
-        self.outs = np.array([0], np.int64)
+        # One locator per port (the node contract); optional inputs past the events unlinked.
+        extra = len(node.inputs()) - 1 - events
+        self.ins = np.array([2] + [3, 5][:events] + [-1] * extra, np.int64)
+        self.events = events
+        self.outs = np.array([0] * len(node.outputs()), np.int64)
 
     def step(self, inp, dt, *events):
         """The node's output for input pose ``inp`` after ``dt`` s, with the given bool events set."""
         for a, b in zip(self.pose, inp.as_tuple()):
             a[2] = b
-        for k, i in enumerate(self.ins[1:]):
+        for k, i in enumerate(self.ins[1:1 + self.events]):
             self.sig[i] = float(events[k]) if k < len(events) else 0.0
         self.kernel(self.ins, self.outs, self.par, self.st, self.pose, self.sig, DB, dt)
         return ag.Pose(*(a[self.outs[0]].copy() for a in self.pose))
@@ -195,12 +198,13 @@ def test_bad_inertializer_arguments_are_refused(kwargs):
 
 def test_ports_and_layout():
     node = Inertialize(id="in", mode="spring", halflife=0.2)
-    assert [p.name for p in node.inputs()] == ["pose", "transition"]
+    assert [p.name for p in node.inputs()] == ["pose", "transition", "motion"]
     assert node.inputs()[1].optional and node.inputs()[1].signal == "bool"
-    assert [p.name for p in node.outputs()] == ["pose"]
+    assert node.inputs()[2].optional and node.inputs()[2].signal == "motion"
+    assert [p.name for p in node.outputs()] == ["pose", "motion"]
     ctx = BuildContext(skeleton=skeleton(4))
     np.testing.assert_array_equal(node.params(ctx), [0.0, 0.2])
-    assert node.state(ctx).shape == (3 + 37 * 4,) and not node.state(ctx).any()
+    assert node.state(ctx).shape == (3 + 37 * 4 + 12,) and not node.state(ctx).any()
 
 
 def test_mismatched_poses_are_refused():

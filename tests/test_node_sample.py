@@ -331,7 +331,7 @@ class Harness:
 def test_params_layout():
     clip = synthetic_clip()
     h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=False, rate=0.5))
-    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0.5])
+    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0.5, 0])
 
 
 @pytest.mark.parametrize("mode,loop", MODES)

@@ -114,7 +114,7 @@ def test_assets_share_one_frame_array(tmp_path):
     assert (r["jog"].start, r["jog"].frames) == (walk.frames, jog.frames)
     assert r["short"].start == walk.frames + jog.frames and r["short"].frames == 7
     assert r["short"].dt == pytest.approx(1 / 30)
-    pos, rot, scl, parents, keys, unit = plan.db
+    pos, rot, scl, parents, keys, unit, motion = plan.db
     assert pos.dtype == np.float32 and pos.shape == (walk.frames + jog.frames + 7, len(skel), 3)
     np.testing.assert_array_equal(rot[r["jog"].start:r["jog"].start + jog.frames], jog.rot)
     np.testing.assert_allclose(pos[r["short"].start:], walk.pos[:7], atol=1e-4)  # BVH text round trip
@@ -122,7 +122,9 @@ def test_assets_share_one_frame_array(tmp_path):
     # The sample node's key table of each clip, and its all-scales-1 flag on every frame.
     np.testing.assert_array_equal(keys[r["jog"].start:r["jog"].start + jog.frames], key_table(jog)[0])
     assert keys.dtype == np.float32 and unit.shape == (len(pos),) and np.all(unit == 1.0)
-    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([a.ravel() for a in (pos, rot, scl, keys, unit)]))
+    # No node asked for a root-motion variant: no extra frames, the root motion rows are zero.
+    assert motion.shape == (len(pos), 6) and not motion.any()
+    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([a.ravel() for a in (pos, rot, scl, keys, unit, motion)]))
 
 
 def test_missing_asset_file_names_the_node_using_it(tmp_path):

@@ -1,5 +1,9 @@
 """Bundled CMU motion-capture clips (see SOURCES.md here), loaded in metres with the T-pose dropped.
 
+A bundled clip also drops its first frames where the capture is broken (``_GLITCHED``):
+``walk``'s first three frames hold the right arm at identity and two of the next five
+throw the left arm out for one frame: jumps that every loop of the clip would replay.
+
 ``names()`` lists them, ``load(name)`` returns ``(Skeleton, Clip)`` with the
 canonical joint names of ``animgraph.names`` installed as aliases, ``path(name)``
 gives the file, and ``load_cmu(path)`` does the same for any cgspeed CMU BVH file.
@@ -27,6 +31,10 @@ _FILES = {
     "run": "cmu_16_45_run_jog.bvh",
     "run_stop": "cmu_16_57_run_jog_sudden_stop.bvh",
 }
+
+
+# First good frame (after the T-pose) of bundled clips whose first frames are capture glitches.
+_GLITCHED = {"walk": 8}
 
 
 def names():
@@ -73,5 +81,9 @@ def load_cmu(file, name=None):
 
 
 def load(name):
-    """(Skeleton, Clip) of a bundled clip (see ``names()``) in metres at 120 fps, T-pose dropped."""
-    return load_cmu(path(name), name=name)
+    """(Skeleton, Clip) of a bundled clip (see ``names()``) in metres at 120 fps, T-pose (and glitched frames) dropped."""
+    skel, clip = load_cmu(path(name), name=name)
+    first = _GLITCHED.get(name, 0)
+    if first:
+        clip.pos, clip.rot, clip.scl = clip.pos[first:].copy(), clip.rot[first:].copy(), clip.scl[first:].copy()
+    return skel, clip
