@@ -1,8 +1,9 @@
 """Bundled CMU motion-capture clips (see SOURCES.md here), loaded in metres with the T-pose dropped.
 
 A bundled clip also drops its first frames where the capture is broken (``_GLITCHED``):
-``walk``'s first three frames hold the right arm at identity and two of the next five
-throw the left arm out for one frame: jumps that every loop of the clip would replay.
+``walk``'s first three frames hold the right arm at identity, two of the next five
+throw the left arm out for one frame, and its last frame throws the left hand: jumps that
+every loop of the clip would replay.
 
 ``names()`` lists them, ``load(name)`` returns ``(Skeleton, Clip)`` with the
 canonical joint names of ``animgraph.names`` installed as aliases, ``path(name)``
@@ -33,8 +34,8 @@ _FILES = {
 }
 
 
-# First good frame (after the T-pose) of bundled clips whose first frames are capture glitches.
-_GLITCHED = {"walk": 8}
+# (first good frame after the T-pose, frames dropped at the end) of bundled clips with capture glitches there.
+_GLITCHED = {"walk": (8, 1)}
 
 
 def names():
@@ -83,7 +84,8 @@ def load_cmu(file, name=None):
 def load(name):
     """(Skeleton, Clip) of a bundled clip (see ``names()``) in metres at 120 fps, T-pose (and glitched frames) dropped."""
     skel, clip = load_cmu(path(name), name=name)
-    first = _GLITCHED.get(name, 0)
-    if first:
-        clip.pos, clip.rot, clip.scl = clip.pos[first:].copy(), clip.rot[first:].copy(), clip.scl[first:].copy()
+    first, cut = _GLITCHED.get(name, (0, 0))
+    if first or cut:
+        keep = slice(first, clip.frames - cut)
+        clip.pos, clip.rot, clip.scl = clip.pos[keep].copy(), clip.rot[keep].copy(), clip.scl[keep].copy()
     return skel, clip
