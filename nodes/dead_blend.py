@@ -24,7 +24,8 @@ that moving arc passes a half turn (a pop of α 2π); here the arc starts at the
 ``g0``, so it flips only where the input itself passes half a turn from what was shown.
 No closed form can avoid such a flip for every input: the fade would be a homotopy from a
 constant map of SO(3) to the identity, which does not exist.  Following the input past it
-needs its turn since the transition, which a per-step history gives only step by step.
+would need its turn since the transition, which only a per-step history knows (and then
+the pose depends on the steps).
 """
 
 import math
