@@ -9,22 +9,23 @@ the input with the smoothstep weight ``α = 3s² - 2s³``, ``s = t / duration``,
 space.  After ``duration`` the output is the input.  A zero duration is a cut; a zero
 half-life holds the old pose still.
 
-Rotations: ``rot = exp(α β) exp(α d0) exp((1-α) γ) g0``, three arcs whose logarithms are
-known without history.  ``γ = w0 (1 - e^-κt)/κ`` is the old rotation ``g0``'s extrapolated
-turn (closed form, fixed axis); ``d0 = log(b0 g0⁻¹)`` the gap to the input at T, the short
-way, chosen once; ``β = log(b b0⁻¹)`` the input's own turn since T on the quaternion double
-cover (the sign kept nearer last frame's, so |β| < 2π).  A plain blend's shortest arc from
-the extrapolated pose to the input flips where it passes a half turn (a pop of α 2π), and
-following that arc continuously only moves the flip to a whole turn, where its direction
-is undefined (the output whirls, and the branch it lands on depends on the step).  Here
-nothing depends on where the two moving ends meet: ``β`` is singular only if the input
-itself turns a whole turn within the fade (the bundled clips' joints turn at most 1.7 rad
-in 0.5 s), so the output is one function of time whatever the steps (steps need only turn
-a joint less than π).  ``κ = max(λ, |w0| / MAX_TURN)`` caps the extrapolated turn at a
-quarter turn, from the same starting rate: mocap jitter (a toe at 54 rad/s) coasts instead
-of spinning turns that the fade must then unwind.  The angular speed is at most the
-input's plus the extrapolation's plus ``α' (|β| + |d0| + |γ|)`` (for |β| <= π, where the
-factor from the input's rate to the first arc's is at most 1).
+Rotations: ``rot = exp(α D) exp((1-α) γ) g0``, two arcs known from the transition snapshot,
+the elapsed time and the current input alone, so any steps reaching ``t`` give the same
+pose.  ``γ = w0 (1 - e^-κt)/κ`` is the old rotation ``g0``'s extrapolated turn (closed form,
+fixed axis); ``D = log(b g0⁻¹)`` the current input ``b`` seen from the rotation shown at
+the transition, the short way (|D| <= π), turning at ``dD/dt = J⁻¹(D) w_b`` (the inverse
+left Jacobian of the input's angular velocity), so ``α = 1`` lands exactly on ``b``.
+``κ = max(λ, |w0| / MAX_TURN)`` caps the extrapolated turn at a quarter turn, from the same
+starting rate: mocap jitter (a toe at 54 rad/s) coasts instead of spinning turns that the
+fade must then unwind.  The angular speed is at most the input's plus the extrapolation's
+plus ``α' (|D| + |γ|)`` (with |D| <= π the factor from the input's rate to the arc's is at
+most 1).  A plain blend's shortest arc from the extrapolated pose to the input flips where
+that moving arc passes a half turn (a pop of α 2π); here the arc starts at the fixed
+``g0``, so it flips only where the input itself passes half a turn from what was shown.
+No closed form can avoid such a flip for every input: the fade would be a homotopy from a
+constant map of SO(3) to the identity, which does not exist.  Following the input past it
+would need its turn since the transition, which only a per-step history knows (and then
+the pose depends on the steps).
 """
 
 import math
@@ -36,18 +37,12 @@ from pydantic import Field
 
 from animgraph.decay import coast, halflife_rate, kform_extrapolate
 from animgraph.maths import (
-    ang_to_sa_dx,
-    load4,
     load_kform,
-    qdot,
     qinv,
-    qlog,
     qmul,
     qrot,
-    qscale,
-    store4,
     store_kform,
-    to_scaled_angle_axis,
+    to_scaled_angle_axis_dx,
     vadd,
     vexp,
     vlen,
@@ -61,11 +56,9 @@ from animgraph.pose import Pose
 from animgraph.nodes.blend import weighted_rot
 from animgraph.nodes.inertialize import copy_pose, state_pose
 
-HEADER = 4  # has a previous output, seconds since the transition, blend active, input at T to record
+HEADER = 3  # has a previous output, seconds since the transition, blend active
 KFORM = 19  # floats of one stored kineform
-TRACK = 8  # floats per joint: the input's rotation at the transition, its turn since (quaternions)
 MAX_TURN = 0.5 * math.pi  # most the extrapolated rotation turns in total (rad)
-ZERO = (0.0, 0.0, 0.0)
 
 
 @njit(cache=True)
@@ -85,36 +78,26 @@ def coasting_turn(ang, rate, t):
 
 
 @njit(cache=True)
-def input_turn(rot, start, prev):
-    """Turn ``rot start⁻¹`` of the input since the transition, the quaternion sign nearer ``prev``'s."""
-    turn = qmul(rot, qinv(start))
-    return qscale(turn, -1.0) if qdot(turn, prev) < 0.0 else turn
+def fade_rot(old_rot, old_ang, rate, t, rot, ang, alpha, alpha_vel):
+    """``exp(α D) exp((1-α) γ) g0`` and its angular velocity (rad/s), see the module docstring.
 
-
-@njit(cache=True)
-def fade_rot(old_rot, old_ang, rate, t, turn, ang, start, alpha, alpha_vel):
-    """``exp(α β) exp(α d0) exp((1-α) γ) g0`` and its angular velocity (rad/s), see the module docstring.
-
-    ``turn`` is the input's turn since the transition (on the double cover), turning at ``ang``.
+    ``rot`` is the current input, turning at ``ang``; ``old_rot``, ``old_ang`` the snapshot.
     """
-    beta = vscale(qlog(turn), 2.0)  # up to 2π: the turn as the sign says, not the short way
-    gap = to_scaled_angle_axis(qmul(start, qinv(old_rot)))
+    gap, _, gap_vel = to_scaled_angle_axis_dx(qmul(rot, qinv(old_rot)), ang)
     gamma, gamma_vel = coasting_turn(old_ang, rate, t)
-    e1, w1 = weighted_rot(beta, ang_to_sa_dx(beta, ang), alpha, alpha_vel)
-    e2, w2 = weighted_rot(gap, ZERO, alpha, alpha_vel)
+    e1, w1 = weighted_rot(gap, gap_vel, alpha, alpha_vel)
     e3, w3 = weighted_rot(gamma, gamma_vel, 1.0 - alpha, -alpha_vel)
-    e12 = qmul(e1, e2)
-    return qmul(e12, qmul(e3, old_rot)), vadd(w1, vadd(qrot(e1, w2), qrot(e12, w3)))
+    return qmul(e1, qmul(e3, old_rot)), vadd(w1, qrot(e1, w3))
 
 
 @njit(cache=True)
-def fade_kform(old, inp, rate, t, turn, start, alpha, alpha_vel):
+def fade_kform(old, inp, rate, t, alpha, alpha_vel):
     """Kineform of ``old`` extrapolated ``t`` s, faded into ``inp`` by weight ``alpha`` moving at ``alpha_vel``."""
     ap, _, asc, av, _, asv = kform_extrapolate(old, rate, t)
-    bp, _, bsc, bv, bw, bsv = inp
+    bp, br, bsc, bv, bw, bsv = inp
     pos = vlerp(ap, bp, alpha)
     vel = vadd(vlerp(av, bv, alpha), vscale(vsub(bp, ap), alpha_vel))
-    rot, ang = fade_rot(old[1], old[4], rate, t, turn, bw, start, alpha, alpha_vel)
+    rot, ang = fade_rot(old[1], old[4], rate, t, br, bw, alpha, alpha_vel)
     la = vlog(asc)
     lb = vlog(bsc)
     scl = vexp(vlerp(la, lb, alpha))
@@ -123,22 +106,11 @@ def fade_kform(old, inp, rate, t, turn, start, alpha, alpha_vel):
 
 
 @njit(cache=True)
-def dead_blend_kernel(old, inp, rate, duration, t, starts, turns, fresh, out):
-    """Pose ``old`` extrapolated ``t`` s (velocities decaying at ``rate`` 1/s) faded into ``inp``; into ``out``.
-
-    ``starts`` and ``turns`` (J, 4) hold each joint's input rotation at the transition and
-    its turn since: recorded from ``inp`` if ``fresh``, else read, and the turns updated.
-    """
+def dead_blend_kernel(old, inp, rate, duration, t, out):
+    """Pose ``old`` extrapolated ``t`` s (velocities decaying at ``rate`` 1/s) faded into ``inp``; into ``out``."""
     alpha, alpha_vel = smoothstep(t, duration)
     for j in range(out[0].shape[0]):
-        b = load_kform(inp, j)
-        if fresh:
-            store4(starts, j, b[1])
-            store4(turns, j, (1.0, 0.0, 0.0, 0.0))
-        start = load4(starts, j)
-        turn = input_turn(b[1], start, load4(turns, j))
-        store4(turns, j, turn)
-        store_kform(out, j, fade_kform(load_kform(old, j), b, rate, t, turn, start, alpha, alpha_vel))
+        store_kform(out, j, fade_kform(load_kform(old, j), load_kform(inp, j), rate, t, alpha, alpha_vel))
 
 
 @njit(cache=True)
@@ -157,15 +129,11 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     joints = inp[0].shape[0]
     prev = state_pose(st, HEADER, joints)
     old = state_pose(st, HEADER + KFORM * joints, joints)
-    track = HEADER + 2 * KFORM * joints
-    starts = st[track : track + 4 * joints].reshape((joints, 4))
-    turns = st[track + 4 * joints : track + TRACK * joints].reshape((joints, 4))
     transition = ins[1] >= 0 and sig[ins[1]] > 0.5
     if transition and st[0] > 0.5 and duration > 0.0:
         carry_pose(prev, dt, old)
         st[1] = 0.0
         st[2] = 1.0
-        st[3] = 1.0
     elif transition:
         st[2] = 0.0  # first frame, or a cut
     else:
@@ -173,8 +141,7 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     if st[2] > 0.5 and st[1] >= duration:
         st[2] = 0.0
     if st[2] > 0.5:
-        dead_blend_kernel(old, inp, rate, duration, st[1], starts, turns, st[3] > 0.5, out)
-        st[3] = 0.0
+        dead_blend_kernel(old, inp, rate, duration, st[1], out)
     else:
         copy_pose(inp, out)
     copy_pose(out, prev)
@@ -202,7 +169,7 @@ class DeadBlend(Node):
 
     def state(self, ctx, time=0.0):
         """No previous output and no blend: the first frame shows the input."""
-        return np.zeros(HEADER + (2 * KFORM + TRACK) * len(ctx.skeleton), dtype=np.float64)
+        return np.zeros(HEADER + 2 * KFORM * len(ctx.skeleton), dtype=np.float64)
 
 
 def _seconds(name, value):
@@ -219,8 +186,9 @@ class DeadBlender:
         out = dead.update(new, 0.0)     # output at T: equals ``shown``
         out = dead.update(next_, dt)    # output at T + dt, and so on
 
-    A transition during a blend should pass the current output as ``shown``; the first
-    update after it records the input's rotations, which the fade measures their turn from.
+    A transition during a blend should pass the current output as ``shown``.  The output
+    ``t`` s after the transition depends on ``shown``, ``t`` and the current input alone,
+    so any steps reaching ``t`` give the same pose.
     """
 
     def __init__(self, duration=0.5, halflife=0.2):
@@ -241,9 +209,6 @@ class DeadBlender:
             raise ValueError("scales must be positive to blend in log space")
         # float64 copies, one kernel tuple per batch item, like the node's state.
         self.old = [tuple(np.array(a, dtype=np.float64) for a in item) for item in pose.items()]
-        self.starts = np.zeros((len(self.old), pose.joints, 4))
-        self.turns = np.zeros((len(self.old), pose.joints, 4))
-        self.fresh = True
         self.shape = (pose.batch, pose.joints)
         self.elapsed = 0.0
         self.active = self.duration > 0.0
@@ -267,7 +232,6 @@ class DeadBlender:
             )
         if not np.all(input.scl > 0):
             raise ValueError("scales must be positive to blend in log space")
-        for old, src, dst, starts, turns in zip(self.old, input.items(), out.items(), self.starts, self.turns):
-            dead_blend_kernel(old, src, self.rate, self.duration, self.elapsed, starts, turns, self.fresh, dst)
-        self.fresh = False
+        for old, src, dst in zip(self.old, input.items(), out.items()):
+            dead_blend_kernel(old, src, self.rate, self.duration, self.elapsed, dst)
         return out

@@ -5,6 +5,8 @@ tolerance as for inertialize: central differences (h and 2h, Richardson) of the 
 own output agree with its velocities to ``VEL_TOL`` relative (floor 1 unit/s).  The last
 section replays transitions ``animgraph verify`` caught popping and whirling: angular speed
 under a stated bound, frame-to-frame continuity, the same poses at steps dt and dt/3.
+The last one checks the closed form on every clip: one update to an elapsed time equals
+600 Hz steps to it (1e-5 rad, 1e-5 m), and one-update outputs against central differences.
 """
 
 import math
@@ -16,10 +18,11 @@ from pydantic import ValidationError
 import animgraph as ag
 from animgraph.node import BuildContext
 from animgraph.nodes.dead_blend import MAX_TURN, DeadBlend, DeadBlender
-from conftest import load_any
+from conftest import BUNDLED, SHARED_MOCAP, TEST_ONLY, load_any
 from fd import from_rotvec, qconj, qmul, rotvec
 from test_node_inertialize import (
     DT,
+    H,
     T0,
     VEL_TOL,
     Runner,
@@ -67,7 +70,7 @@ def test_ports_and_layout():
     assert [p.name for p in node.outputs()] == ["pose"]
     ctx = BuildContext(skeleton=skeleton(4))
     np.testing.assert_allclose(node.params(ctx), [0.4, LN2 / 0.1])
-    assert node.state(ctx).shape == (4 + 46 * 4,) and not node.state(ctx).any()
+    assert node.state(ctx).shape == (3 + 38 * 4,) and not node.state(ctx).any()
 
 
 def test_mismatched_poses_are_refused():
@@ -230,10 +233,12 @@ def test_spinning_old_pose_coasts_a_capped_turn_and_fades_without_a_jump():
     assert max(np.linalg.norm(rotvec(qmul(b, qconj(a)))) for a, b in zip(plain[:-1], plain[1:])) > 1.0
 
 
-def test_input_turning_more_than_half_a_turn_is_followed():
+def test_input_turning_past_half_a_turn_takes_the_short_way_from_the_shown_pose():
     # The old pose is still at identity; the input spins at 10 rad/s about x, 5.9 rad over the
-    # fade, its quaternion's sign flipping every other frame.  The fade follows the input's
-    # turn beyond 180 deg (on the double cover), hand formula exp(α β), β = 10 t x.
+    # fade, its quaternion's sign flipping every other frame.  Up to half a turn from the shown
+    # pose the fade follows it, hand formula exp(α β), β = 10 t x; past it the closed form
+    # measures the input the short way, β - 2π (the flip no history-free fade avoids, see the
+    # module docstring), whatever the quaternion signs and the steps.
     duration, w = 0.6, 10.0
     dead = DeadBlender(duration=duration, halflife=0.1)
     dead.transition(single())
@@ -243,8 +248,9 @@ def test_input_turning_more_than_half_a_turn_is_followed():
         out = dead.update(single(rot=rot, ang=(w, 0, 0)), DT if n else 0.0)
         s = t / duration
         alpha, alpha_vel = s * s * (3 - 2 * s), 6 * s * (1 - s) / duration
-        assert angle_between(out.rot, from_rotvec([alpha * w * t, 0, 0])).max() < 1e-6, n
-        np.testing.assert_allclose(out.ang[0], [alpha_vel * w * t + alpha * w, 0, 0], atol=1e-5)
+        beta = w * t if w * t < math.pi else w * t - 2 * math.pi
+        assert angle_between(out.rot, from_rotvec([alpha * beta, 0, 0])).max() < 1e-6, n
+        np.testing.assert_allclose(out.ang[0], [alpha_vel * beta + alpha * w, 0, 0], atol=1e-5)
 
 
 def test_retransition_mid_blend_starts_from_what_is_shown():
@@ -407,3 +413,75 @@ def test_output_does_not_depend_on_the_step(name, start, joint, dt):
         np.testing.assert_allclose(a.ang, b.ang, atol=1e-4, rtol=1e-5)
     print(f"{name} dt {dt:.2e} vs dt/3: rotations differ by up to {worst:.1e} rad")
     assert worst < 2e-6
+
+
+# ---------------------------------------------------------------- closed form: the steps do not matter
+
+# Every clip: the bundled ones and every BVH in ../shared/data/mocap (cmu_131_01 included).
+EVERY_CLIP = BUNDLED + sorted(set(TEST_ONLY) | {p.name for p in SHARED_MOCAP.glob("*.bvh")})
+CLOSED = {"duration": 0.5, "halflife": 0.15}
+STEP_TOL = 1e-5  # rad and m: stepped at 600 Hz vs one update to the same elapsed time
+
+
+def clip_transition(name):
+    """Skeleton, the pose shown at the transition (the clip early on) and the input ``tau`` s after it.
+
+    The input is the same clip later on, both with the stretch motion (so every field
+    moves); ``tb + tau`` falls mid-way between keys for ``tau`` a whole number of frames.
+    """
+    skel, clip = load_any(name)
+    src = clip_source(clip, stretch=True)
+    tb = T0 + DT * math.floor((clip.duration - 0.6) / DT)
+    return skel, src(T0 + 6 * DT), lambda tau: src(tb + tau)
+
+
+def one_update(shown, inp, tau):
+    """The op's output ``tau`` s after a transition from ``shown``, reached in one update."""
+    dead = DeadBlender(**CLOSED)
+    dead.transition(shown)
+    return dead.update(inp, tau)
+
+
+@pytest.mark.parametrize("name", EVERY_CLIP)
+def test_one_update_equals_steps_at_600_hz(name):
+    skel, shown, source = clip_transition(name)
+    hz, checks = 600, {60: None, 180: None, 330: None}  # 0.1 s, 0.3 s and past the duration (0.55 s)
+    stepped = DeadBlender(**CLOSED)
+    stepped.transition(shown)
+    stepped.update(source(0.0), 0.0)
+    node = Runner(DeadBlend(id="db", **CLOSED), skel)
+    node.step(carried(shown, -DT), DT)
+    node.step(source(0.0), DT, True)
+    after_transition = node.copy()
+    worst_rot = worst_pos = 0.0
+    for k in range(1, max(checks) + 1):
+        out, node_out = stepped.update(source(k / hz), 1 / hz), node.step(source(k / hz), 1 / hz)
+        if k not in checks:
+            continue
+        tau = k / hz
+        one = one_update(shown, source(tau), tau)
+        node_one = after_transition.copy().step(source(tau), tau)
+        for a, b in ((out, one), (node_out, node_one)):
+            worst_rot = max(worst_rot, angle_between(a.rot, b.rot).max())
+            worst_pos = max(worst_pos, np.abs(a.pos.astype(float) - b.pos).max())
+            assert_pose_close(a, b, STEP_TOL)
+    print(f"dead_blend {name}: 600 Hz steps vs one update differ by up to {worst_rot:.1e} rad, {worst_pos:.1e} m")
+    assert worst_rot <= STEP_TOL and worst_pos <= STEP_TOL
+
+
+@pytest.mark.parametrize("name", EVERY_CLIP)
+def test_one_update_velocities_match_central_differences(name):
+    # The output at tau reached in one update, its velocities against central differences of
+    # one-update outputs at tau +- h, +- 2h (input sampled at the matching times), relative
+    # |fd - v| / max(|v|, 1) below VEL_TOL (1e-3), as every node's.
+    _, shown, source = clip_transition(name)
+    errs = []
+    for n in range(2, int(CLOSED["duration"] / DT), 3):
+        tau = n * DT
+        mid = one_update(shown, source(tau), tau)
+        errs.append(fd_errors(lambda inp, dt: one_update(shown, inp, tau + dt), mid, tau, source, H))
+    label = f"dead_blend one update {name}"
+    e_vel = report(f"{label} vel", [e[0] for e in errs])
+    e_ang = report(f"{label} ang", [e[1] for e in errs])
+    e_svl = report(f"{label} svl", [e[2] for e in errs])
+    assert e_vel.max() < VEL_TOL and e_ang.max() < VEL_TOL and e_svl.max() < VEL_TOL
