@@ -154,11 +154,12 @@ def _parse_joint(toks, name, parent, joints):
             count_tok, count_line = toks.next("a channel count")
             if not _DIGITS.fullmatch(count_tok):
                 raise BVHError(f"expected a channel count, found {_show(count_tok)}", toks.file, count_line)
-            if int(count_tok) > MAX_CHANNELS:
+            count = count_tok.lstrip("0") or "0"  # int() refuses over 4300 digits, zeros included
+            if len(count) > 2 or int(count) > MAX_CHANNELS:
                 raise BVHError(
                     f"joint {_show(name)} has {count_tok[:20]} channels (at most {MAX_CHANNELS})", toks.file, count_line
                 )
-            for _ in range(int(count_tok)):
+            for _ in range(int(count)):
                 ch, ch_line = toks.next(f"{count_tok} channel names")
                 low = ch.lower()
                 if len(low) != 9 or low[0] not in _AXES or low[1:] not in ("position", "rotation"):
@@ -369,7 +370,9 @@ def read_bvh(path):
     if fps > 0 and abs(1.0 / dt - fps) < 1e-2:
         dt = 1.0 / fps
 
-    frames = int(frames_text)
+    if len(frames_text.lstrip("0")) > 9:
+        raise BVHError(f"absurd frame count {_show(frames_text, 20)} (at most 999999999)", file, frames_line)
+    frames = int(frames_text.lstrip("0") or "0")
     if frames < 1:
         raise BVHError("the file has no frames ('Frames: 0')", file, frames_line)
     channels = sum(len(j["channels"]) for j in joints)
