@@ -8,6 +8,12 @@ the first listed channel is the outermost rotation).  Position channels give the
 joint's local position (they replace the OFFSET, as Blender reads them); joints
 without them keep their offset.  The MOTION block is parsed in one numpy call.
 
+Numbers are plain decimals (``-12``, ``+.5``, ``1e5``; no ``nan``, ``inf``, ``0x10`` or
+``1_0``) within float32 range, also after ``scale``.  Every problem (duplicate joint
+names, text that is not UTF-8, a bad ``scale`` ...) is one ``BVHError`` naming file:line.
+``read_bvh`` parses without building, so callers can decide units and frames from the
+data (``animgraph.clipfile``) and build once with ``build_bvh``.
+
 Writing: ZYX Euler on every joint, positions on the root and on any joint whose
 local position moves away from its offset; written to a temporary file in the
 same directory and renamed, so a failed write leaves nothing behind.
@@ -17,6 +23,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -28,6 +36,13 @@ from .pose import Clip, Skeleton
 
 _AXES = {"x": 0, "y": 1, "z": 2}
 _UNIT_AXES = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+_F32_MAX = float(np.finfo(np.float32).max)
+_NUMERAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_DIGITS = re.compile(r"[0-9]+")
+# Bytes a MOTION block may hold: digits, signs, point, exponent and ASCII whitespace.
+_MOTION_BYTES = np.zeros(256, bool)
+_MOTION_BYTES[list(b"0123456789+-.eE \t\n\x0b\x0c")] = True
+MAX_CHANNELS = 6  # per joint: 3 positions and 3 rotations
 
 
 # ---------------------------------------------------------------- Euler kernels
@@ -89,6 +104,10 @@ class _Tokens:
         self.file = file
         self.last_line = stop
 
+    def line(self):
+        """Line of the last token read."""
+        return self.items[self.i - 1][1] if self.i else self.last_line
+
     def next(self, expected):
         if self.i >= len(self.items):
             raise BVHError(f"file ends early: expected {expected}", self.file, self.last_line)
@@ -98,25 +117,32 @@ class _Tokens:
 
     def number(self, expected):
         tok, line = self.next(expected)
-        try:
-            value = float(tok)
-        except ValueError:
-            raise BVHError(f"expected {expected}, found {tok!r}", self.file, line) from None
-        if not math.isfinite(value):
-            raise BVHError(f"expected {expected}, found {tok!r}", self.file, line)
+        value, problem = _number(tok)
+        if value is None:
+            raise BVHError(f"expected {expected}, found {_show(tok)}{problem}", self.file, line)
         return value
 
     def expect(self, word):
         tok, line = self.next(repr(word))
         if tok != word:
-            raise BVHError(f"expected {word!r}, found {tok!r}", self.file, line)
+            raise BVHError(f"expected {word!r}, found {_show(tok)}", self.file, line)
         return line
+
+
+def _number(text):
+    """(value, "") for a plain decimal numeral within float32 range, else (None, why it is not)."""
+    if not _NUMERAL.fullmatch(text):
+        return None, ""
+    value = float(text)
+    if not abs(value) <= _F32_MAX:
+        return None, " (out of float32 range)"
+    return value, ""
 
 
 def _parse_joint(toks, name, parent, joints):
     """Parse one ROOT/JOINT body after its name; appends dicts to ``joints``."""
     index = len(joints)
-    joint = {"name": name, "parent": parent, "offset": None, "channels": [], "end": None}
+    joint = {"name": name, "parent": parent, "offset": None, "channels": [], "end": None, "line": toks.line()}
     joints.append(joint)
     toks.expect("{")
     while True:
@@ -126,19 +152,24 @@ def _parse_joint(toks, name, parent, joints):
             joint["offset"] = [toks.number("an OFFSET number") for _ in range(3)]
         elif key == "CHANNELS":
             count_tok, count_line = toks.next("a channel count")
-            if not count_tok.isdigit():
-                raise BVHError(f"expected a channel count, found {count_tok!r}", toks.file, count_line)
-            for _ in range(int(count_tok)):
+            if not _DIGITS.fullmatch(count_tok):
+                raise BVHError(f"expected a channel count, found {_show(count_tok)}", toks.file, count_line)
+            count = count_tok.lstrip("0") or "0"  # int() refuses over 4300 digits, zeros included
+            if len(count) > 2 or int(count) > MAX_CHANNELS:
+                raise BVHError(
+                    f"joint {_show(name)} has {count_tok[:20]} channels (at most {MAX_CHANNELS})", toks.file, count_line
+                )
+            for _ in range(int(count)):
                 ch, ch_line = toks.next(f"{count_tok} channel names")
                 low = ch.lower()
                 if len(low) != 9 or low[0] not in _AXES or low[1:] not in ("position", "rotation"):
                     raise BVHError(
-                        f"unknown channel name {ch!r} (expected X/Y/Z followed by position or rotation)",
+                        f"unknown channel name {_show(ch)} (expected X/Y/Z followed by position or rotation)",
                         toks.file,
                         ch_line,
                     )
                 if low[1:] == "rotation" and sum(k == "rotation" for k, _ in joint["channels"]) == 3:
-                    raise BVHError(f"joint {name!r} has more than 3 rotation channels", toks.file, ch_line)
+                    raise BVHError(f"joint {_show(name)} has more than 3 rotation channels", toks.file, ch_line)
                 joint["channels"].append((low[1:], _AXES[low[0]]))
         elif key == "JOINT":
             child, _ = toks.next("a joint name")
@@ -151,12 +182,17 @@ def _parse_joint(toks, name, parent, joints):
             toks.expect("}")
         elif tok == "}":
             if joint["offset"] is None:
-                raise BVHError(f"joint {name!r} has no OFFSET", toks.file, line)
+                raise BVHError(f"joint {_show(name)} has no OFFSET", toks.file, line)
             return
         else:
             raise BVHError(
-                f"expected OFFSET, CHANNELS, JOINT, End Site or '}}', found {tok!r}", toks.file, line
+                f"expected OFFSET, CHANNELS, JOINT, End Site or '}}', found {_show(tok)}", toks.file, line
             )
+
+
+def _show(text, limit=40):
+    """``repr`` of at most ``limit`` characters of ``text`` (for one-line messages)."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
 def _read_lines(path):
@@ -170,6 +206,8 @@ def _read_lines(path):
         raise BVHError("is a directory, not a BVH file", path) from None
     except PermissionError:
         raise BVHError("permission denied", path) from None
+    except OSError as e:
+        raise BVHError(f"cannot read: {e.strerror or e}", path) from None
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]  # UTF-8 byte-order mark
     if not raw.strip():
@@ -180,17 +218,45 @@ def _read_lines(path):
     return lines
 
 
+def _text(lines, start, stop, file):
+    """``lines[start:stop]`` decoded as UTF-8; a BVHError naming the first line that is not."""
+    out = []
+    for n in range(start, stop):
+        try:
+            out.append(lines[n].decode("utf-8"))
+        except UnicodeDecodeError as e:
+            bad = lines[n][e.start]
+            raise BVHError(f"not UTF-8 text (byte 0x{bad:02x} at column {e.start + 1})", file, n + 1) from None
+    return out
+
+
 def _header_value(lines, n, key, file):
     """Value after ``key:`` on the next non-blank line at or after index ``n``; returns (text, next index)."""
     while n < len(lines) and not lines[n].strip():
         n += 1
     if n >= len(lines):
         raise BVHError(f"file ends early: expected '{key}:'", file, len(lines))
-    text = lines[n].decode("latin-1").strip()
+    text = _text(lines, n, n + 1, file)[0].strip()
     head, _, value = text.partition(":")
     if " ".join(head.split()).lower() != key.lower() or not value.strip():
-        raise BVHError(f"expected '{key}: <value>', found {text[:40]!r}", file, n + 1)
+        raise BVHError(f"expected '{key}: <value>', found {_show(text)}", file, n + 1)
     return value.strip(), n + 1
+
+
+def _motion_error(tokens, channels, start, file):
+    """The BVHError for the first token of ``tokens`` that is not a number in float32 range."""
+    for k, tok in enumerate(tokens):
+        n = k // channels
+        try:
+            text = tok.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BVHError(f"not UTF-8 text on motion line {n + 1}", file, start + n + 1) from None
+        value, problem = _number(text)
+        if value is None:
+            raise BVHError(
+                f"expected a number on motion line {n + 1}, found {_show(text)}{problem}", file, start + n + 1
+            )
+    raise AssertionError("no bad motion token")  # pragma: no cover
 
 
 def _motion(lines, start, frames, channels, file):
@@ -198,6 +264,12 @@ def _motion(lines, start, frames, channels, file):
     body_lines = lines[start:]
     while body_lines and not body_lines[-1].strip():
         body_lines.pop()
+    if len(body_lines) < frames:
+        raise BVHError(
+            f"file ends early: 'Frames: {frames}' but only {len(body_lines)} motion lines",
+            file,
+            start + len(body_lines),
+        )
     body = b"\n".join(body_lines)
     # Tokens per line, vectorised over bytes: a token starts at non-space after space.
     b = np.frombuffer(body, dtype=np.uint8)
@@ -205,12 +277,6 @@ def _motion(lines, start, frames, channels, file):
     starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
     line_of = np.searchsorted(np.flatnonzero(b == 10), starts)  # newlines before each token
     counts = np.bincount(line_of, minlength=len(body_lines))
-    if len(body_lines) < frames:
-        raise BVHError(
-            f"file ends early: 'Frames: {frames}' but only {len(body_lines)} motion lines",
-            file,
-            start + len(body_lines),
-        )
     bad = np.flatnonzero(counts != channels)
     if len(bad):
         n = int(bad[0])
@@ -224,80 +290,122 @@ def _motion(lines, start, frames, channels, file):
             f"'Frames: {frames}' but the file has {len(body_lines)} motion lines", file, start + frames + 1
         )
     tokens = body.split()
-    try:
-        values = np.array(tokens, dtype=np.float64)
-    except ValueError:
-        values = None
-    if values is None or not np.isfinite(values).all():
-        # Error path only: find the first bad token and its line.
-        for k, tok in enumerate(tokens):
-            try:
-                ok = math.isfinite(float(tok))
-            except ValueError:
-                ok = False
-            if not ok:
-                n = k // channels
-                raise BVHError(
-                    f"expected a number on motion line {n + 1}, found {tok.decode('latin-1')!r}",
-                    file,
-                    start + n + 1,
-                )
+    values = None
+    if _MOTION_BYTES[b].all():
+        try:
+            values = np.array(tokens, dtype=np.float64)
+        except ValueError:
+            pass
+    if values is None or not (np.abs(values) <= _F32_MAX).all():
+        _motion_error(tokens, channels, start, file)
     return values.reshape(frames, channels)
 
 
-def load_bvh(path, scale=1.0):
-    """(Skeleton, Clip) from a BVH file; positions and offsets times ``scale`` (file units -> yours), local space."""
+@dataclass
+class BVHData:
+    """A parsed BVH file before units are applied: joints, motion values (F, channels) in file units."""
+
+    file: str
+    joints: list  # dicts: name, parent, offset, channels [(kind, axis)], end, line (of the name)
+    values: np.ndarray  # float64 (frames, channels): positions in file units, angles in degrees
+    dt: float  # s
+    frames_line: int  # line of 'Frames:'
+    motion_line: int  # line of the first frame
+
+    @property
+    def frames(self):
+        return self.values.shape[0]
+
+    @property
+    def name(self):
+        return os.path.splitext(os.path.basename(self.file))[0]
+
+
+def read_bvh(path):
+    """Parse a BVH file into ``BVHData`` (file units, degrees); one BVHError naming file:line on any problem."""
     file = os.fspath(path)
     lines = _read_lines(file)
     n = 0
     while n < len(lines) and not lines[n].strip():
         n += 1
     if lines[n].strip().upper() != b"HIERARCHY":
-        raise BVHError(f"expected HIERARCHY, found {lines[n].decode('latin-1').strip()[:40]!r}", file, n + 1)
+        raise BVHError(f"expected HIERARCHY, found {_show(lines[n].decode('latin-1').strip())}", file, n + 1)
     motion = next((k for k in range(n + 1, len(lines)) if lines[k].strip().upper() == b"MOTION"), None)
     stop = len(lines) if motion is None else motion
-    text = [ln.decode("utf-8", errors="replace") for ln in lines[:stop]]
+    text = [""] * (n + 1) + _text(lines, n + 1, stop, file)
     toks = _Tokens(text, file, n + 1, stop)
     tok, line = toks.next("ROOT")
     if tok.upper() != "ROOT":
-        raise BVHError(f"expected ROOT, found {tok!r}", file, line)
+        raise BVHError(f"expected ROOT, found {_show(tok)}", file, line)
     name, _ = toks.next("the root joint name")
     joints = []
-    _parse_joint(toks, name, -1, joints)
+    try:
+        _parse_joint(toks, name, -1, joints)
+    except RecursionError:
+        raise BVHError("joints nested too deeply", file, toks.line()) from None
     if toks.i < len(toks.items):
         tok, line = toks.items[toks.i]
-        raise BVHError(f"expected MOTION after the hierarchy, found {tok!r}", file, line)
+        raise BVHError(f"expected MOTION after the hierarchy, found {_show(tok)}", file, line)
     if motion is None:
         raise BVHError("file ends early: expected MOTION", file, len(lines))
+    seen = {}
+    for joint in joints:
+        if joint["name"] in seen:
+            raise BVHError(
+                f"duplicate joint name {_show(joint['name'])} (first at line {seen[joint['name']]})",
+                file,
+                joint["line"],
+            )
+        seen[joint["name"]] = joint["line"]
     frames_text, k = _header_value(lines, motion + 1, "Frames", file)
     frames_line = k
-    if not frames_text.isdigit():
-        raise BVHError(f"expected a frame count after 'Frames:', found {frames_text!r}", file, k)
+    if not _DIGITS.fullmatch(frames_text):
+        raise BVHError(f"expected a frame count after 'Frames:', found {_show(frames_text)}", file, k)
     dt_text, k = _header_value(lines, k, "Frame Time", file)
-    try:
-        dt = float(dt_text)
-    except ValueError:
-        dt = float("nan")
-    if not (math.isfinite(dt) and dt > 0):
-        raise BVHError(f"expected a positive frame time, found {dt_text!r}", file, k)
+    dt, _ = _number(dt_text)
+    if dt is None or not 1e-6 <= dt <= 1e4:
+        raise BVHError(f"expected a positive frame time (1e-6 to 1e4 s), found {_show(dt_text)}", file, k)
     # Files print dt with few digits (.0083333): snap to the whole frame rate it means.
     fps = round(1.0 / dt)
     if fps > 0 and abs(1.0 / dt - fps) < 1e-2:
         dt = 1.0 / fps
 
-    frames = int(frames_text)
+    if len(frames_text.lstrip("0")) > 9:
+        raise BVHError(f"absurd frame count {_show(frames_text, 20)} (at most 999999999)", file, frames_line)
+    frames = int(frames_text.lstrip("0") or "0")
     if frames < 1:
         raise BVHError("the file has no frames ('Frames: 0')", file, frames_line)
     channels = sum(len(j["channels"]) for j in joints)
     values = _motion(lines, k, frames, channels, file)
-    return _build(joints, values, dt, scale, os.path.splitext(os.path.basename(file))[0])
+    return BVHData(file, joints, values, dt, frames_line, k + 1)
 
 
-def _build(joints, values, dt, scale, name):
-    """Skeleton and Clip from parsed joints and the (F, channels) motion values."""
+def check_scale(scale, file=None):
+    """``scale`` as a float; BVHError naming ``file`` unless it is a finite number > 0."""
+    ok = isinstance(scale, (int, float, np.integer, np.floating)) and not isinstance(scale, bool)
+    if not (ok and math.isfinite(scale) and scale > 0):
+        raise BVHError(f"scale must be a finite number > 0, got {scale!r}", file)
+    return float(scale)
+
+
+def load_bvh(path, scale=1.0):
+    """(Skeleton, Clip) from a BVH file; positions and offsets times ``scale`` (file units -> yours), local space."""
+    scale = check_scale(scale, os.fspath(path))
+    return build_bvh(read_bvh(path), scale)
+
+
+def build_bvh(data, scale=1.0):
+    """(Skeleton, Clip) of parsed ``BVHData``, positions and offsets times ``scale``; BVHError if they overflow float32."""
+    scale = check_scale(scale, data.file)
+    joints, values = data.joints, data.values
     j_count = len(joints)
-    frames = values.shape[0]
+    frames = data.frames
     offsets = np.array([j["offset"] for j in joints], np.float64) * scale
+    for joint, off in zip(joints, offsets):
+        ends = [off] if joint["end"] is None else [off, np.asarray(joint["end"]) * scale]
+        if not all((np.abs(e) <= _F32_MAX).all() for e in ends):
+            raise BVHError(f"joint {_show(joint['name'])}: OFFSET times scale {scale:g} overflows float32",
+                           data.file, joint["line"])
     pos = np.repeat(offsets[None], frames, axis=0)
     angles = np.zeros((frames, j_count, 3))
     axes = np.zeros((j_count, 3), np.int64)
@@ -312,11 +420,16 @@ def _build(joints, values, dt, scale, name):
                 angles[:, i, counts[i]] = np.radians(values[:, col])
                 counts[i] += 1
             col += 1
+    over = np.flatnonzero(~(np.abs(pos) <= _F32_MAX).all(axis=(1, 2)))
+    if len(over):
+        f = int(over[0])
+        raise BVHError(f"positions times scale {scale:g} overflow float32 on motion line {f + 1}",
+                       data.file, data.motion_line + f)
     rot = np.empty((frames, j_count, 4))
     _euler_to_quat(angles, axes, counts, rot)
-    ends = {i: np.asarray(j["end"], np.float32) * np.float32(scale) for i, j in enumerate(joints) if j["end"] is not None}
+    ends = {i: np.asarray(j["end"], np.float64) * scale for i, j in enumerate(joints) if j["end"] is not None}
     skel = Skeleton([j["name"] for j in joints], [j["parent"] for j in joints], offsets, end_sites=ends)
-    clip = Clip(skel, pos, rot, dt=dt, name=name)
+    clip = Clip(skel, pos, rot, dt=data.dt, name=data.name)
     return skel, clip
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -31,9 +32,15 @@ def _args_info(p):
         "--scale",
         type=float,
         default=None,
-        help="metres per file unit (default: CMU cgspeed files, recognised by their 31 joint names, "
-        "use 0.0564444 and drop their added T-pose frame 0; other files 1.0)",
+        help="metres per file unit (default: decided from the rest pose's size, e.g. 0.0564444 for CMU "
+        "cgspeed units; the rule and its numbers are printed)",
     )
+    first = p.add_mutually_exclusive_group()
+    first.add_argument("--keep-first-frame", action="store_const", dest="first_frame", const="keep",
+                       help="keep frame 0 (default: dropped when the data shows an added T-pose)")
+    first.add_argument("--drop-first-frame", action="store_const", dest="first_frame", const="drop",
+                       help="drop frame 0 (an added T-pose) whatever the data says")
+    p.set_defaults(first_frame="auto")
     p.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
 
 
@@ -43,73 +50,79 @@ def _bundled():
     return data.names()
 
 
-def load_clip(file, scale=None):
-    """(skeleton, clip, notes) of a BVH path or bundled clip name, in metres (see ``info --scale``)."""
+def load_clip(file, scale=None, first_frame="auto"):
+    """(skeleton, clip, notes) of a BVH path or bundled clip name in metres; units and frame 0 decided from the data.
+
+    ``scale`` (metres per file unit) and ``first_frame`` ("keep"/"drop") override the decisions of
+    ``animgraph.clipfile``; ``notes`` holds the file, the units and the rules that decided.
+    """
     from . import data
-    from .bvh import load_bvh
-    from .names import convention, install_aliases
+    from .clipfile import read_clip
 
-    if file in data.names() and not Path(file).exists():
-        skel, clip = data.load(file)
-        return skel, clip, {"file": str(data.path(file)), "units": data.CMU_SCALE, "cmu": True}
     path = Path(file)
-    if not path.exists():
+    if file in data.names() and not path.exists():
+        path = data.path(file)
+    elif not path.exists():
         raise BVHError(f"no such file (nor a bundled clip: {', '.join(data.names())})", file)
-    if scale is None:
-        skel, clip = load_bvh(path)
-        if convention(skel.names) is not None:
-            skel, clip = data.load_cmu(path)
-            return skel, clip, {"file": str(path), "units": data.CMU_SCALE, "cmu": True}
-        scale = 1.0
-    elif not scale > 0:
-        raise BVHError(f"--scale must be positive, got {scale}", file)
-    skel, clip = load_bvh(path, scale=scale)
-    install_aliases(skel)
-    return skel, clip, {"file": str(path), "units": scale, "cmu": False}
+    if scale is not None and not (math.isfinite(scale) and scale > 0):
+        raise BVHError(f"--scale must be positive and finite, got {scale}", file)
+    return read_clip(path, units="auto" if scale is None else scale, first_frame=first_frame)
 
 
-def info(file, scale=None):
-    """Summary dict of a clip: joints, frames, rate (fps), duration (s), root speed (m/s), turning (deg, left +)."""
-    from .names import convention
+def _finite(x):
+    return x if math.isfinite(x) else None
+
+
+def info(file, scale=None, first_frame="auto"):
+    """Summary dict of a clip: joints, frames, rate (fps), duration (s), root speed (m/s), turning (deg, left +).
+
+    Numbers that are not finite are None (JSON null); the ``*_rule`` entries say what decided units and frame 0.
+    """
     from .preprocess import root_stats
 
-    skel, clip, notes = load_clip(file, scale)
+    skel, clip, notes = load_clip(file, scale, first_frame)
     stats = root_stats(skel, clip)
     return {
-        "file": notes["file"],
+        "file": str(notes["file"]),
         "joints": len(skel),
         "root": skel.names[0],
         "names": list(skel.names),
-        "convention": convention(skel.names),
+        "convention": notes["convention"],
         "frames": clip.frames,
-        "tpose_dropped": notes["cmu"],
+        "tpose_dropped": notes["first_frame_dropped"],
+        "first_frame_rule": notes["first_frame_rule"],
         "fps": clip.fps,
         "duration": clip.duration,
         "metres_per_unit": notes["units"],
-        "root_speed_mean": stats["speed_mean"],
-        "root_speed_max": stats["speed_max"],
-        "root_distance": stats["distance"],
-        "turning": stats["turning"],
+        "units_rule": notes["units_rule"],
+        "root_speed_mean": _finite(stats["speed_mean"]),
+        "root_speed_max": _finite(stats["speed_max"]),
+        "root_distance": _finite(stats["distance"]),
+        "turning": _finite(stats["turning"]),
     }
 
 
+def _num(x, fmt, unit=""):
+    return "n/a" if x is None else format(x, fmt) + unit
+
+
 def _cmd_info(args):
-    s = info(args.file, args.scale)
+    s = info(args.file, args.scale, args.first_frame)
     if args.json:
-        print(json.dumps(s))
+        print(json.dumps(s, allow_nan=False))
         return 0
     style = {"motionbuilder": "MotionBuilder-style", "3dsmax": "3dsMax-style"}.get(s["convention"])
     conv = f", CMU {style} names (canonical aliases installed)" if style else ""
     print(s["file"])
     print(f"  skeleton   {s['joints']} joints, root {s['root']}{conv}")
     print(f"  joints     {' '.join(s['names'])}")
-    print(f"  frames     {s['frames']}" + (" (added T-pose frame 0 dropped)" if s["tpose_dropped"] else ""))
+    print(f"  frames     {s['frames']}: {s['first_frame_rule']}")
     print(f"  rate       {s['fps']:g} fps")
     print(f"  duration   {s['duration']:.3f} s")
-    print(f"  units      1 file unit = {s['metres_per_unit']:g} m")
-    print(f"  root speed mean {s['root_speed_mean']:.2f} m/s, max {s['root_speed_max']:.2f} m/s")
-    print(f"  distance   {s['root_distance']:.2f} m")
-    print(f"  turning    {s['turning']:+.1f} deg (left positive)")
+    print(f"  units      {s['units_rule'].removeprefix('units: ')}")
+    print(f"  root speed mean {_num(s['root_speed_mean'], '.2f')} m/s, max {_num(s['root_speed_max'], '.2f')} m/s")
+    print(f"  distance   {_num(s['root_distance'], '.2f', ' m')}")
+    print(f"  turning    {_num(s['turning'], '+.1f', ' deg')} (left positive)")
     return 0
 
 

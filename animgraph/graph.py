@@ -2,8 +2,9 @@
 
 A graph file is JSON text meant for diffs::
 
-    {"format": "animgraph.graph", "version": 1, "description": "...",
-     "assets": {"walk": "animgraph:walk", "jog": "clips/jog.bvh"},
+    {"format": "animgraph.graph", "version": 2, "description": "...",
+     "assets": {"walk": "animgraph:walk", "jog": "clips/jog.bvh",
+                "mocap": {"path": "clips/x.bvh", "units": 0.01, "first_frame": "keep"}},
      "nodes": [{"id": "walk", "type": "sample", "clip": "walk"}, ...],
      "links": [["walk.pose", "out.pose"], ...],
      "editor": {"positions": {"walk": [40, 60]}}}
@@ -11,6 +12,14 @@ A graph file is JSON text meant for diffs::
 ``nodes`` is a discriminated union on ``type`` over ``animgraph.node.REGISTRY``
 (rebuilt if node types are registered later).  Unknown keys are errors.  Every
 failure is an ``animgraph.GraphError`` naming the file, node id and field or port.
+
+Versions: a graph is saved with the version it was loaded with (new graphs: ``VERSION``).
+Version 1 reads path assets raw (file units, every frame, file names; ``scale``
+multiplies positions).  Version 2 reads them the way ``animgraph info`` does: units,
+an added T-pose frame 0 and the CMU name map decided from the data
+(``animgraph.clipfile``) unless ``units``, ``first_frame`` or ``names`` say otherwise;
+``scale`` is version 1's name for ``units``.  ``animgraph:NAME`` is the bundled clip
+as ``ag.data.load`` gives it in both versions.
 """
 
 from __future__ import annotations
@@ -30,19 +39,38 @@ from .fileio import atomic_write_text
 from .node import REGISTRY
 
 FORMAT = "animgraph.graph"
-VERSION = 1
+VERSION = 2
+V2_ASSET_FIELDS = ("units", "first_frame", "names")
 BUNDLED_PREFIX = "animgraph:"
 
 PortRef = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")]
 
 
 class AssetSpec(BaseModel):
-    """A clip asset with options: BVH path (relative to the graph file) and a position scale."""
+    """A clip asset with options: a BVH path (relative to the graph file) or 'animgraph:NAME', and how to read it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str = Field(min_length=1)
-    scale: float = Field(1.0, gt=0, description="multiplies BVH positions (e.g. 0.01 for centimetres)")
+    path: str = Field(min_length=1, description="BVH file relative to the graph file, or 'animgraph:NAME'")
+    scale: float = Field(
+        1.0, gt=0, allow_inf_nan=False,
+        description="version 1 only: multiplies BVH positions (e.g. 0.01 for centimetres); version 2: 'units'",
+    )
+    units: Union[Literal["auto"], Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(
+        "auto",
+        description="version 2: metres per file unit (0.01 for centimetres), or 'auto': decided from the rest "
+        "pose's size, as 'animgraph info' prints it (metres, CMU cgspeed units, inches, cm or mm)",
+    )
+    first_frame: Literal["auto", "keep", "drop"] = Field(
+        "auto",
+        description="version 2: 'drop' frame 0 (an added T-pose), 'keep' it, or 'auto': dropped when it is at "
+        "rest and jumps to frame 1, as 'animgraph info' prints it",
+    )
+    names: Literal["auto", "cmu", "none"] = Field(
+        "auto",
+        description="version 2: 'cmu' installs the canonical CMU joint names (animgraph.names) and requires a CMU "
+        "skeleton, 'none' keeps the file's names only, 'auto' installs them when the names follow a CMU convention",
+    )
 
 
 Asset = Union[str, AssetSpec]
@@ -64,11 +92,15 @@ class Graph(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["animgraph.graph"] = FORMAT
-    version: int = Field(VERSION, ge=1, le=VERSION)
+    version: int = Field(
+        VERSION, ge=1, le=VERSION,
+        description="format version: 1 reads path assets raw, 2 decides units, T-pose frame and names from the data",
+    )
     description: str = Field("", description="one line saying what the graph does")
     assets: dict[str, Asset] = Field(
         default_factory=dict,
-        description="clip name -> BVH path relative to the graph file, or 'animgraph:NAME' for a bundled clip",
+        description="clip name -> BVH path relative to the graph file, 'animgraph:NAME' for a bundled clip, "
+        "or {path, ...options}; in version 2 a plain path means every option 'auto'",
     )
     nodes: list[AnyNode] = Field(default_factory=list)
     links: list[tuple[PortRef, PortRef]] = Field(
@@ -125,6 +157,7 @@ class Graph(BaseModel):
             graph = cls.model_validate(data)
         except ValidationError as e:
             raise _graph_error(e, data, file) from None
+        _check_asset_fields(graph, file)
         graph._path = file
         return graph
 
@@ -132,7 +165,7 @@ class Graph(BaseModel):
 
     def to_dict(self, base_dir=None):
         """The JSON data of the graph: defaults left out of nodes, keys in a fixed order."""
-        data = {"format": FORMAT, "version": VERSION}
+        data = {"format": FORMAT, "version": self.version}
         if self.description:
             data["description"] = self.description
         data["assets"] = {name: self._asset_json(spec, base_dir) for name, spec in self.assets.items()}
@@ -278,6 +311,21 @@ def _precheck(data, file):
             if nid in seen:
                 raise GraphError("duplicate node id", node=nid, file=file)
             seen.add(nid)
+
+
+def _check_asset_fields(graph, file):
+    """Asset options of the other version are refused: they would be ignored or mean something else."""
+    for name, spec in graph.assets.items():
+        if isinstance(spec, str):
+            continue
+        given = spec.model_fields_set
+        if graph.version < 2 and given & set(V2_ASSET_FIELDS):
+            field = next(f for f in V2_ASSET_FIELDS if f in given)
+            raise GraphError(f"asset {name!r}: {field!r} needs version 2 (this file is version {graph.version})",
+                             file=file)
+        if graph.version >= 2 and "scale" in given:
+            raise GraphError(f"asset {name!r}: 'scale' is version 1's; version {graph.version} uses 'units' "
+                             "(metres per file unit)", file=file)
 
 
 def _graph_error(err, data, file):

@@ -13,8 +13,10 @@
   key table of each clip and its all-scales-1 flag (per frame) are computed here, once per
   plan, and so are the variants nodes ask for (``Node.clip_variants``: a clip made
   root-relative, with its root motion per frame, for ``sample``'s root-motion mode).
-  Assets are BVH paths relative to the graph file, ``{"path": ..., "scale": ...}``, or
+  Assets are BVH paths relative to the graph file, ``{"path": ..., options}``, or
   ``"animgraph:NAME"`` for a bundled clip; they must share one skeleton (the same parents).
+  Version-1 graphs read paths raw (times ``scale``); version 2 reads them as
+  ``clipfile.read_clip`` with the asset's ``units``, ``first_frame`` and ``names``.
 
 Planning never compiles: an edit re-plans in milliseconds.
 """
@@ -31,7 +33,7 @@ import numpy as np
 from .check import check, has_constant
 from .errors import AnimgraphError, GraphError
 from .executor import kinds
-from .graph import BUNDLED_PREFIX
+from .graph import BUNDLED_PREFIX, AssetSpec
 from .node import SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
 
@@ -143,6 +145,14 @@ def _read_bvh(path, mtime_ns, scale):
     return load_bvh(path, scale=scale)
 
 
+@functools.lru_cache(maxsize=32)
+def _read_clip(path, mtime_ns, units, first_frame, names, name):
+    from .clipfile import read_clip
+
+    skel, clip, _ = read_clip(path, units=units, first_frame=first_frame, names=names, name=name)
+    return skel, clip
+
+
 def _user(graph, asset):
     """(node id, field) of the first node naming ``asset`` in a field, for error messages."""
     for node in graph.nodes:
@@ -153,9 +163,12 @@ def _user(graph, asset):
 
 
 def _load_asset(graph, name, spec, file):
+    """(Skeleton, Clip) of one asset; version-2 options via ``_load_asset_v2``; errors name the node using it."""
     path, scale = (spec, 1.0) if isinstance(spec, str) else (spec.path, spec.scale)
     node, port = _user(graph, name)
     try:
+        if graph.version >= 2:
+            return _load_asset_v2(graph, name, AssetSpec(path=spec) if isinstance(spec, str) else spec, node, port)
         if path.startswith(BUNDLED_PREFIX):
             from . import data
 
@@ -178,6 +191,29 @@ def _load_asset(graph, name, spec, file):
         raise
     except AnimgraphError as e:
         raise GraphError(f"asset {name!r}: {e}", node, port, file) from None
+
+
+def _load_asset_v2(graph, name, spec, node, port):
+    """A version-2 asset: the file (a bundled clip's too) read with ``clipfile.read_clip`` and the spec's options."""
+    from . import data
+
+    file = graph.path
+    if spec.path.startswith(BUNDLED_PREFIX):
+        bundled = spec.path[len(BUNDLED_PREFIX):]
+        if bundled not in data.names():
+            raise GraphError(
+                f"asset {name!r}: no bundled clip {bundled!r} (bundled: {', '.join(data.names())})", node, port, file
+            )
+        if (spec.units, spec.first_frame, spec.names) == ("auto", "auto", "auto"):
+            return data.load(bundled)
+        full, clip_name = data.path(bundled), bundled
+    else:
+        full, clip_name = Path(graph.base_dir) / spec.path, None
+        if not full.is_file():
+            raise GraphError(f"asset {name!r}: file not found: {full}", node, port, file)
+    stat = os.stat(full)
+    units = spec.units if spec.units == "auto" else float(spec.units)
+    return _read_clip(str(full.resolve()), stat.st_mtime_ns, units, spec.first_frame, spec.names, clip_name)
 
 
 def load_assets(graph, assets=None, skeleton=None):

@@ -180,6 +180,20 @@ BAD = {
     "no_motion": (SMALL[: SMALL.index("MOTION")], 20, "MOTION"),
     "bad_frame_time": (SMALL.replace("0.04", "fast"), 23, "frame time"),
     "extra_lines": (SMALL.replace("Frames: 2", "Frames: 1"), 25, "motion lines"),
+    "duplicate_joint_name": (SMALL.replace("JOINT b", "JOINT a"), 10, "duplicate joint name 'a' (first at line 6)"),
+    "float32_overflow": (SMALL.replace("90 5 6 0 -1.5", "90 5 6 0 1e39"), 25, "out of float32 range"),
+    "inf_value": (SMALL.replace("90 5 6 0 -1.5", "90 5 6 0 -inf"), 25, "expected a number"),
+    "hex_value": (SMALL.replace("90 5 6 0 -1.5", "90 5 6 0 0x10"), 25, "expected a number"),
+    "underscore_value": (SMALL.replace("90 5 6 0 -1.5", "90 5 6 0 1_0"), 25, "expected a number"),
+    "offset_overflow": (SMALL.replace("OFFSET 2 0 0", "OFFSET 2 1e999 0"), 12, "out of float32 range"),
+    "nan_offset": (SMALL.replace("OFFSET 2 0 0", "OFFSET 2 nan 0"), 12, "OFFSET"),
+    "many_frames": (SMALL.replace("Frames: 2", "Frames: 999999999"), 25, "ends early"),
+    "absurd_frames": (SMALL.replace("Frames: 2", "Frames: " + "9" * 5000), 22, "absurd frame count"),
+    "absurd_channel_count": (SMALL.replace("CHANNELS 2 Z", "CHANNELS " + "0" * 5000 + "7 Z"), 13, "at most 6"),
+    "unicode_digit_count": (SMALL.replace("CHANNELS 2 Z", "CHANNELS \u00b2 Z"), 13, "channel count"),
+    "too_many_channels": (SMALL.replace("CHANNELS 2 Z", "CHANNELS 99 Z"), 13, "at most 6"),
+    "denormal_frame_time": (SMALL.replace("0.04", "1e-320"), 23, "frame time"),
+    "nan_frame_time": (SMALL.replace("0.04", "nan"), 23, "frame time"),
 }
 
 
@@ -231,3 +245,46 @@ def test_failed_write_leaves_nothing(tmp_path):
         save_bvh(target, skel, clip)
     assert target.read_text() == "previous"
     assert sorted(os.listdir(tmp_path)) == ["out.bvh"]
+
+
+def test_not_utf8_names_the_line(tmp_path):
+    for old, new, line in ((b"JOINT b", b"JOINT \xff\xfe", 10), (b"90 5 6 0 -1.5", b"90 5 6 0 \xff", 25)):
+        path = tmp_path / "latin.bvh"
+        path.write_bytes(SMALL.encode().replace(old, new))
+        with pytest.raises(BVHError, match="not UTF-8") as err:
+            load_bvh(path)
+        assert err.value.line == line and str(err.value).startswith(f"{path}:{line}: ")
+
+
+@pytest.mark.parametrize("scale", [0, -1.0, float("nan"), float("inf"), "2", True, None])
+def test_bad_scale_refused(scale, tmp_path):
+    path = tmp_path / "small.bvh"
+    path.write_text(SMALL)
+    with pytest.raises(BVHError, match="scale must be a finite number > 0") as err:
+        load_bvh(path, scale=scale)
+    assert str(err.value).startswith(str(path))
+
+
+def test_scale_overflowing_float32_names_the_line(tmp_path):
+    path = tmp_path / "big.bvh"
+    path.write_text(SMALL.replace("90 5 6 0 -1.5", "90 5 6e30 0 -1.5"))
+    assert np.isfinite(load_bvh(path)[1].pos).all()
+    with pytest.raises(BVHError, match="overflow float32") as err:
+        load_bvh(path, scale=1e10)
+    assert err.value.line == 25
+    path.write_text(SMALL.replace("OFFSET 2 0 0", "OFFSET 2e30 0 0"))
+    with pytest.raises(BVHError, match="overflows float32") as err:
+        load_bvh(path, scale=1e10)
+    assert err.value.line == 10
+
+
+def test_odd_numerals_and_whitespace_read_as_numbers(tmp_path):
+    """``+.5``, ``-0``, ``1e1``, ``5.``, tabs, CRLF and no final line end all read as plain numbers."""
+    text = SMALL.replace("90 5 6 0 -1.5 0 0 90 0", "9e1\t+5.\t6 -0 -.15E1 0 +0 90. 0").replace("\n", "\r\n").rstrip()
+    path = tmp_path / "odd.bvh"
+    path.write_text(text, newline="")
+    _, odd = load_bvh(path)
+    path.write_text(SMALL)
+    _, plain = load_bvh(path)
+    np.testing.assert_array_equal(odd.pos, plain.pos)
+    np.testing.assert_array_equal(odd.rot, plain.rot)

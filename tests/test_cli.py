@@ -18,7 +18,11 @@ def _info(capsys, *argv):
     assert main(["info", *argv, "--json"]) == 0
     out = capsys.readouterr()
     assert out.err == ""
-    return json.loads(out.out)
+    return json.loads(out.out, parse_constant=_no_constant)
+
+
+def _no_constant(name):
+    raise AssertionError(f"{name} is not JSON")
 
 
 def _file(name):
@@ -47,7 +51,9 @@ INFO_EXPECT = {
 def test_info_numbers_match_sources(file, capsys):
     speed, speed_tol, turn, turn_tol = INFO_EXPECT[file]
     s = _info(capsys, str(shared_path(file)))
-    assert s["joints"] == 31 and s["fps"] == pytest.approx(120) and s["tpose_dropped"]
+    assert s["joints"] == 31 and s["fps"] == pytest.approx(120)
+    # SOURCES.md: frame 0 is an added T-pose in 12_01 and the 16_xx clips; the 131_xx clips start with motion.
+    assert s["tpose_dropped"] == (not file.startswith("cmu_131")), s["first_frame_rule"]
     assert s["duration"] == pytest.approx((s["frames"] - 1) / 120)
     assert abs(s["root_speed_mean"] - speed) < speed_tol, s
     if turn is not None:
@@ -57,7 +63,8 @@ def test_info_numbers_match_sources(file, capsys):
 def test_info_text_and_bundled_name(capsys):
     assert main(["info", "run"]) == 0
     out = capsys.readouterr().out
-    assert "31 joints" in out and "135 (added T-pose frame 0 dropped)" in out
+    assert "31 joints" in out and "135: frame 0 dropped: T-pose detected (24 of 31 joints at rest" in out
+    assert "1 file unit = 0.0564444 m (CMU cgspeed units): the rest pose is 26.6 units across" in out
     assert "120 fps" in out and "1.117 s" in out
     speed = float(out.split("root speed mean ")[1].split()[0])
     assert abs(speed - 4.0) < 0.2
@@ -101,6 +108,66 @@ def test_info_missing_directory_and_bad_scale(tmp_path, capsys):
     path = tmp_path / "small.bvh"
     path.write_text(SMALL)
     _one_error_line(capsys, ["info", str(path), "--scale", "-1"], f"{path}: --scale must be positive")
+    _one_error_line(capsys, ["info", str(path), "--scale", "nan"], f"{path}: --scale must be positive")
+
+
+# ------------------------------------------------------------ units and frame 0 from the data
+
+
+def test_info_cmu_names_in_metres_with_a_real_first_frame(tmp_path, capsys):
+    """CMU joint names alone decide nothing: a jog saved in metres without its T-pose keeps every frame, in metres."""
+    skel, clip = ag.data.load("jog")
+    path = tmp_path / "jog_metres.bvh"
+    ag.save_bvh(path, skel, clip)
+    s = _info(capsys, str(path))
+    assert s["frames"] == clip.frames and not s["tpose_dropped"]
+    assert s["first_frame_rule"].startswith("frame 0 kept: no T-pose")
+    assert s["metres_per_unit"] == 1.0 and "(metres)" in s["units_rule"]
+    assert s["root_speed_mean"] == pytest.approx(_info(capsys, "jog")["root_speed_mean"], rel=0.02)
+
+
+def test_info_units_from_the_rest_pose_size(tmp_path, capsys):
+    """The same clip saved in centimetres reads as centimetres: the same speeds in m/s."""
+    skel, clip = ag.data.load("run")
+    path = tmp_path / "run_cm.bvh"
+    ag.save_bvh(path, skel, clip, scale=100.0)
+    s = _info(capsys, str(path))
+    assert s["metres_per_unit"] == 0.01 and "(centimetres)" in s["units_rule"]
+    assert s["root_speed_mean"] == pytest.approx(_info(capsys, "run")["root_speed_mean"], rel=0.02)
+    # --scale overrides the rule.
+    s = _info(capsys, str(path), "--scale", "0.02")
+    assert s["metres_per_unit"] == 0.02 and s["units_rule"].endswith("(given)")
+
+
+def test_info_scale_and_first_frame_override_on_bundled_names(capsys):
+    plain = _info(capsys, "walk")
+    scaled = _info(capsys, "walk", "--scale", "5")
+    assert scaled["metres_per_unit"] == 5.0
+    assert scaled["root_speed_mean"] == pytest.approx(plain["root_speed_mean"] * 5 / ag.data.CMU_SCALE, rel=1e-4)
+    kept = _info(capsys, "walk", "--keep-first-frame")
+    assert kept["frames"] == plain["frames"] + 1 and not kept["tpose_dropped"]
+    assert kept["first_frame_rule"] == "frame 0 kept (given)"
+
+
+def _tpose_only(tmp_path):
+    """The bundled jog file cut to its first frame: a CMU file holding only its T-pose."""
+    text = ag.data.path("jog").read_bytes().decode()
+    head, motion = text.split("MOTION")
+    lines = motion.strip().splitlines()
+    path = tmp_path / "tpose_only.bvh"
+    path.write_text(head + "MOTION\nFrames: 1\n" + lines[1] + "\n" + lines[2] + "\n")
+    return path, head.count("\n") + 2  # the 'Frames:' line
+
+
+def test_info_one_frame_cmu_file(tmp_path, capsys):
+    path, frames_line = _tpose_only(tmp_path)
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and "nan" not in out.out.lower()
+    assert "frames     1: frame 0 kept: the file has one frame" in out.out
+    s = _info(capsys, str(path))
+    assert s["frames"] == 1 and s["root_speed_mean"] == 0.0
+    _one_error_line(capsys, ["info", str(path), "--drop-first-frame"], f"{path}:{frames_line}: dropping frame 0")
 
 
 def test_bad_arguments_exit_2(capsys):

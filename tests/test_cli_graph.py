@@ -111,7 +111,7 @@ BAD_GRAPHS = {
     "cycle": (_blend_with(lambda d: d["links"].__setitem__(0, ["mix.pose", "mix.a"])), ["cycle", "mix"]),
     "missing asset": (_blend_with(lambda d: d["assets"].update(walk="nowhere/walk.bvh")),
                       ["'walk'", "file not found"]),
-    "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", "version 1"]),
+    "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", "(version 2)"]),
 }
 
 

@@ -126,3 +126,24 @@ def test_non_cmu_skeleton_gets_no_aliases():
     nm.install_aliases(skel)
     assert skel.aliases == {}
     assert nm.mirror_indices(skel) == [0, 2, 1]
+
+
+def test_load_cmu_drops_frame_0_only_where_the_data_shows_a_tpose(tmp_path):
+    """SOURCES.md: the 131_xx conversions start with motion; 12_01 and the 16_xx ones have an added T-pose."""
+    for file in ("cmu_131_01_start_walk_stop.bvh", "cmu_12_01_walk.bvh"):
+        _, raw = load_bvh(shared_path(file))
+        _, clip = ag.data.load_cmu(shared_path(file))
+        assert clip.frames == raw.frames - (not file.startswith("cmu_131"))
+        np.testing.assert_array_equal(clip.rot, raw.rot[raw.frames - clip.frames:])
+
+
+def test_load_cmu_tpose_only_file(tmp_path):
+    text = ag.data.path("jog").read_bytes().decode()
+    head, motion = text.split("MOTION")
+    path = tmp_path / "tpose_only.bvh"
+    path.write_text(head + "MOTION\nFrames: 1\n" + "\n".join(motion.strip().splitlines()[1:3]) + "\n")
+    _, clip = ag.data.load_cmu(path)
+    assert clip.frames == 1
+    with pytest.raises(ag.BVHError, match="leaves no frames") as err:
+        ag.data.load_cmu(path, first_frame="drop")
+    assert err.value.line == head.count("\n") + 2

@@ -7,7 +7,9 @@ every loop of the clip would replay.
 
 ``names()`` lists them, ``load(name)`` returns ``(Skeleton, Clip)`` with the
 canonical joint names of ``animgraph.names`` installed as aliases, ``path(name)``
-gives the file, and ``load_cmu(path)`` does the same for any cgspeed CMU BVH file.
+gives the file, and ``load_cmu(path)`` does the same for any cgspeed CMU BVH file,
+dropping frame 0 only where the data shows an added T-pose (``animgraph.clipfile``:
+the 16_xx and 12_01 conversions have one, the 131_xx ones start with motion).
 Loads are cached; every call returns fresh copies, so callers may modify them.
 """
 
@@ -18,11 +20,9 @@ import functools
 import os
 from pathlib import Path
 
-from ..bvh import load_bvh
-from ..names import install_aliases
+from ..clipfile import CMU_SCALE, read_clip
 
-# One CMU unit in metres: the cgspeed conversion's (1/0.45) inch.
-CMU_SCALE = (1.0 / 0.45) * 2.54 / 100.0
+__all__ = ["CMU_SCALE", "load", "load_cmu", "names", "path"]
 
 _DIR = Path(__file__).resolve().parent
 _FILES = {
@@ -59,26 +59,24 @@ def _copy(pair):
 
 
 @functools.lru_cache(maxsize=32)
-def _load_cached(file, mtime_ns, name):
-    skel, clip = load_bvh(file, scale=CMU_SCALE)
-    install_aliases(skel)
-    # Frame 0 of the cgspeed files is an added T-pose, not motion.
-    clip.pos = clip.pos[1:].copy()
-    clip.rot = clip.rot[1:].copy()
-    clip.scl = clip.scl[1:].copy()
-    clip.name = name
+def _load_cached(file, mtime_ns, name, first_frame):
+    skel, clip, _ = read_clip(file, units=CMU_SCALE, first_frame=first_frame, names="cmu", name=name)
     return skel, clip
 
 
-def load_cmu(file, name=None):
-    """(Skeleton, Clip) of a cgspeed CMU BVH file in metres, T-pose frame dropped, canonical aliases installed."""
+def load_cmu(file, name=None, first_frame="auto"):
+    """(Skeleton, Clip) of a cgspeed CMU BVH file in metres, canonical aliases installed.
+
+    ``first_frame``: "auto" drops frame 0 when it is an added T-pose (``clipfile.detect_tpose``),
+    "drop" or "keep" decide; dropping the only frame is a BVHError naming the 'Frames:' line.
+    """
     file = os.fspath(file)
     try:
         mtime = os.stat(file).st_mtime_ns
     except OSError:
-        mtime = 0  # load_bvh reports the missing file or directory
+        mtime = 0  # read_bvh reports the missing file or directory
     name = name or Path(file).stem
-    return _copy(_load_cached(os.path.abspath(file), mtime, name))
+    return _copy(_load_cached(os.path.abspath(file), mtime, name, first_frame))
 
 
 def load(name):
