@@ -58,6 +58,7 @@ from animgraph.nodes.inertialize import copy_pose, state_pose
 
 HEADER = 3  # has a previous output, seconds since the transition, blend active
 KFORM = 19  # floats of one stored kineform
+MOTION = 13  # root motion: last output (6), the old motion at the transition (6), fading (1)
 MAX_TURN = 0.5 * math.pi  # most the extrapolated rotation turns in total (rad)
 
 
@@ -121,6 +122,28 @@ def carry_pose(src, ahead, dst):
 
 
 @njit(cache=True)
+def fade_motion(sig, at, out, st, record, transition, rate, duration, t):
+    """Root motion ``sig[at:at+6]`` faded in from the old one into ``sig[out:out+6]``; ``st``: (last output, old motion).
+
+    The old motion (the last output at the transition) coasts like the old pose's
+    velocities, decaying at ``rate`` (1/s), and the input fades in with the same smoothstep
+    weight, so the velocity the output node integrates does not step.
+    """
+    if transition:
+        st[12] = 1.0 if record and duration > 0.0 else 0.0
+        for c in range(6):
+            st[6 + c] = st[c]
+    if t >= duration:
+        st[12] = 0.0
+    alpha = smoothstep(t, duration)[0] if st[12] > 0.5 else 1.0
+    fade = coast(rate, t)[1]
+    for c in range(6):
+        value = alpha * sig[at + c] + (1.0 - alpha) * fade * st[6 + c]
+        sig[out + c] = value
+        st[c] = value
+
+
+@njit(cache=True)
 def run(ins, outs, par, st, pose, sig, db, dt):
     duration = par[0]
     rate = par[1]
@@ -130,6 +153,9 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     prev = state_pose(st, HEADER, joints)
     old = state_pose(st, HEADER + KFORM * joints, joints)
     transition = ins[1] >= 0 and sig[ins[1]] > 0.5
+    if ins[2] >= 0:
+        fade_motion(sig, ins[2], outs[1], st[HEADER + 2 * KFORM * joints:], transition and st[0] > 0.5, transition,
+                    rate, duration, 0.0 if transition else st[1] + dt)
     if transition and st[0] > 0.5 and duration > 0.0:
         carry_pose(prev, dt, old)
         st[1] = 0.0
@@ -161,15 +187,19 @@ class DeadBlend(Node):
     INPUTS = (
         Port("pose", "pose", "local", "input pose with velocities"),
         Port("transition", "bool", "", "set on the frame the input jumps", True),
+        Port("motion", "motion", "", "root motion switched with the pose: dead-blended alike", True),
     )
-    OUTPUTS = (Port("pose", "pose", "local", "extrapolated old pose faded into the input"),)
+    OUTPUTS = (
+        Port("pose", "pose", "local", "extrapolated old pose faded into the input"),
+        Port("motion", "motion", "", "root motion faded in from the coasting old one (zero when 'motion' is unlinked)"),
+    )
 
     def params(self, ctx):
         return np.array([self.duration, halflife_rate(self.halflife)], dtype=np.float64)
 
     def state(self, ctx, time=0.0):
         """No previous output and no blend: the first frame shows the input."""
-        return np.zeros(HEADER + 2 * KFORM * len(ctx.skeleton), dtype=np.float64)
+        return np.zeros(HEADER + 2 * KFORM * len(ctx.skeleton) + MOTION, dtype=np.float64)
 
 
 def _seconds(name, value):

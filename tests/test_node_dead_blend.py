@@ -65,12 +65,12 @@ def test_bad_dead_blender_arguments_are_refused(kwargs):
 
 def test_ports_and_layout():
     node = DeadBlend(id="db", duration=0.4, halflife=0.1)
-    assert [p.name for p in node.inputs()] == ["pose", "transition"]
+    assert [p.name for p in node.inputs()] == ["pose", "transition", "motion"]
     assert node.inputs()[1].optional and node.inputs()[1].signal == "bool"
-    assert [p.name for p in node.outputs()] == ["pose"]
+    assert [p.name for p in node.outputs()] == ["pose", "motion"]
     ctx = BuildContext(skeleton=skeleton(4))
     np.testing.assert_allclose(node.params(ctx), [0.4, LN2 / 0.1])
-    assert node.state(ctx).shape == (3 + 38 * 4,) and not node.state(ctx).any()
+    assert node.state(ctx).shape == (3 + 38 * 4 + 13,) and not node.state(ctx).any()
 
 
 def test_mismatched_poses_are_refused():

@@ -173,15 +173,17 @@ def test_select_and_blend_pass_root_motion_on():
         np.testing.assert_allclose(out["mm"], 0.75 * out["ma"] + 0.25 * out["mb"], atol=1e-12)
 
 
-def test_inertialized_root_motion_does_not_step_at_a_switch():
-    """The root motion switched with the pose goes through the same inertializer: the placement's velocity is continuous."""
-    plan = ag.compile(graphs.path("locomotion"))
+@pytest.mark.parametrize("graph,index", [("locomotion", "gait"), ("select_inertialize", "clip"),
+                                         ("select_dead_blend", "clip")])
+def test_root_motion_does_not_step_at_a_switch(graph, index):
+    """The root motion switched with the pose goes through the same transition node: the placement's velocity is continuous."""
+    plan = ag.compile(graphs.path(graph))
     inst = plan.instance()
     skel = plan.skeleton
     dt = 1 / 120
     hips = []
     for f in range(120):
-        p, v = world(inst.step(dt, {"gait": 0 if f < 60 else 2})["out"], skel)
+        p, v = world(inst.step(dt, {index: 0 if f < 60 else 2})["out"], skel)
         hips.append(v[0])
     accel = np.linalg.norm(np.diff(hips, axis=0), axis=-1) / dt
     # A hard switch of walk (1.6 m/s) to run (3.9 m/s) root motion would be an acceleration of ~280 m/s^2.
