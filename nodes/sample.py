@@ -71,9 +71,9 @@ def segment(t, frames, key_dt, loop, rate):
         return 0, 0.0, False
     if loop:
         u = u - frames * math.floor(u / frames)
-        if u >= frames:  # rounding of a tiny negative time
+        if not 0.0 <= u < frames:  # rounding of a tiny negative time, or a time too large to wrap exactly
             u = 0.0
-        k = int(math.floor(u))
+        k = min(int(math.floor(u)), frames - 1)
         s = u - k
         if s == 0.0 and rate < 0.0:
             return (k - 1) % frames, 1.0, True
@@ -83,7 +83,7 @@ def segment(t, frames, key_dt, loop, rate):
         return 0, 0.0, u == 0.0 and rate > 0.0
     if u >= last:
         return last - 1, 1.0, u == last and rate < 0.0
-    k = int(math.floor(u))
+    k = min(int(math.floor(u)), last - 1)
     s = u - k
     if s == 0.0 and rate < 0.0:
         return k - 1, 1.0, True

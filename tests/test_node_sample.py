@@ -528,3 +528,17 @@ def test_cubic_end_tangents_one_sided_when_clamped_central_when_looping():
     back = sample64(clip, np.array([end]), "cubic", False, rate=-1.0)
     np.testing.assert_allclose(back.ang[0], -r_last / clip.dt, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(back.vel[0], -(clip.pos[-1] - clip.pos[-2]) / clip.dt, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("t", [-1e17, 1e17, -1e300, 1e300, -5e-324])
+@pytest.mark.parametrize("loop", [True, False])
+def test_huge_times_read_inside_the_clip(t, loop):
+    """A time too large to wrap exactly still samples a key inside the clip: finite, unit rotations."""
+    _, clip = ag.data.load("jog")
+    for mode in ("linear", "cubic"):
+        pose = ag.ops.sample(clip, t, mode=mode, loop=loop)
+        assert all(np.isfinite(a).all() for a in pose.as_tuple())
+        np.testing.assert_allclose(np.linalg.norm(pose.rot, axis=-1), 1.0, atol=1e-5)
+        if not loop:
+            end = 0 if t < 0 else clip.frames - 1
+            np.testing.assert_allclose(pose.pos, clip.pos[end], atol=1e-6)
