@@ -19,7 +19,9 @@ detected on the original clips (``preprocess.foot_contacts``) and fed to the foo
 locks each frame from the selected clip at its clock.
 
 The graph gets the prepared clips through ``compile(..., assets=...)``; run on its
-own (``animgraph run graphs/locomotion.json``) it plays the bundled clips as they are.
+own (``animgraph run graphs/locomotion.json``) it plays the bundled clips as they are,
+with root motion: each sample node separates the simulation bone, the output node
+integrates its motion, so looping and switching never move the character back.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
   so the toe points at the lock: the identity when the leg reaches (the toe lands on
   the lock), a heel lift when it cannot.
 
+With root motion the model frame moves through the world; the optional ``motion`` input
+(the same signal the output node integrates) keeps the locked point fixed in the world:
+after each frame the point, the offset and its rate are re-expressed in the moved frame.
+
 Velocities are exact (the spring's own derivative, the IK's analytic one).  State per
 character: previous contact, lock flag, locked point, offset and its velocity.
 """

@@ -22,6 +22,17 @@ rounded to float32.  Per sample and joint there remain the Hermite weights, one 
 ``dr/ds = r1`` is parallel to ``r = s r1`` and ``J(r) r1 = r1``.  Clips whose scales are all
 exactly 1 skip the scale channels (``db[5]``).  ``sample_kernel`` builds the same rows on the
 fly from the clip's keys, so both paths give identical results.
+
+Root motion (``root_motion: true``): the planner prepares a root-relative variant of the
+clip (``preprocess.root_motion_clip``): each root joint relative to the simulation bone
+(the upper spine projected to the ground, facing with the hips), and per frame the bone's
+velocity and turn rate in its own frame, which the node interpolates like a channel and
+outputs, times the playback rate, as a ``motion`` signal.  The graph's output node
+integrates that signal into the character's placement, so a looping clip whose root
+travels plays on without snapping back (a looping variant is also made seamless: the
+mismatch between its last and first frame is spread over the clip), and a switch or
+blend of motions (``select``/``blend`` with ``signal: motion``, carried through
+``inertialize``/``dead_blend``) changes the velocity, never the position.
 """
 
 import math
