@@ -17,7 +17,8 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
 
 With root motion the model frame moves through the world; the optional ``motion`` input
 (the same signal the output node integrates) keeps the locked point fixed in the world:
-after each frame the point, the offset and its rate are re-expressed in the moved frame.
+each frame the point, the offset and its rate are re-expressed in the frame as it moved
+(the way the output node moves the placement).
 
 Velocities are exact (the spring's own derivative, the IK's analytic one).  State per
 character: previous contact, lock flag, locked point, offset and its velocity.
@@ -32,7 +33,7 @@ from pydantic import Field, field_validator
 
 from animgraph.decay import decay3, spring_weights
 from animgraph.errors import GraphError
-from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vsub
+from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vscale, vsub
 from animgraph.node import Node, Port, register, slot
 
 from .two_bone_ik import Axis, apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
@@ -40,7 +41,9 @@ from .two_bone_ik import set_global_rotation, skeleton_parents
 
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
 ZERO = (0.0, 0.0, 0.0)
-STATE_SIZE = 11  # prev contact, lock, locked point (3), offset (3), offset velocity (3)
+# prev contact, lock, locked point (3), offset (3), offset velocity (3); with root motion: the last
+# frame's motion (6), the step since it (s), whether there was one.
+STATE_SIZE = 20
 
 
 @njit(cache=True)
@@ -48,18 +51,33 @@ def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
     """Lock the foot in place on local pose tuple ``pose``; lock position and velocity to ``locked[at:at+6]``.
 
     ``par`` = (hip, knee, foot, toe, unlock radius m, half-life s, foot height m, knee hinge axis);
-    ``st`` the 11 floats of state, updated.  The model frame stands still in the world.
+    ``st`` the STATE_SIZE floats of state, updated.  The model frame stands still in the world.
     """
-    foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, ZERO, ZERO)
+    foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, False, ZERO, ZERO)
 
 
 @njit(cache=True)
-def leave_frame(st, vel, ang, dt):
-    """Re-express the lock point, offset and offset rate (state) in the model frame ``dt`` s on.
+def follow_frame(st, vel, ang, dt):
+    """Re-express the lock point, offset and offset rate (state) in the model frame as it moved since the last frame.
 
-    The model frame moves at root motion ``(vel, ang)`` (its own frame, as the output node
-    integrates it), so a point fixed in the world is ``turn^-1 (point - disp)`` there.
+    The frame moved as the output node moves the placement: over the last step ``st[18]``
+    at the mean of the last (``st[11:17]``) and this frame's root motion ``(vel, ang)``, so a
+    point fixed in the world is ``turn^-1 (point - disp)`` in it now.  Then this frame's
+    motion and ``dt`` are kept for the next.
     """
+    if st[19] > 0.5:
+        move(st, vscale(vadd((st[11], st[12], st[13]), vel), 0.5),
+             vscale(vadd((st[14], st[15], st[16]), ang), 0.5), st[18])
+    for i in range(3):
+        st[11 + i] = vel[i]
+        st[14 + i] = ang[i]
+    st[18] = dt
+    st[19] = 1.0
+
+
+@njit(cache=True)
+def move(st, vel, ang, dt):
+    """The lock state seen from a frame that moved ``dt`` s at body-frame velocity ``vel``, ``ang``."""
     disp, turn = body_step(vel, ang, dt)
     point = qinv_rot(turn, vsub((st[2], st[3], st[4]), disp))
     off = qinv_rot(turn, (st[5], st[6], st[7]))
@@ -90,7 +108,7 @@ def lock_position(lock, point, off, offv, p, v, mvel, mang):
 
 
 @njit(cache=True)
-def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, mvel, mang):
+def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mvel, mang):
     """``foot_lock_update`` in a model frame moving at root motion ``mvel`` (m/s), ``mang`` (rad/s): the lock holds in the world.
 
     A world-fixed point ``c`` moves at ``-(mvel + mang x c)`` in the model frame, and the
@@ -103,6 +121,8 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, mvel, mang
     toe = joint_global(pose, parents, jt)
     p, v = toe[0], toe[3]
 
+    if moving:
+        follow_frame(st, mvel, mang, dt)
     was_contact = st[0] > 0.5
     lock = st[1] > 0.5
     point = (st[2], st[3], st[4])
@@ -133,7 +153,6 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, mvel, mang
     for i in range(3):
         locked[at + i] = pos[i]
         locked[at + 3 + i] = vel[i]
-    leave_frame(st, mvel, mang, dt)
 
     # Move the foot by the lock's displacement from the animated toe ...
     tpos = vadd(foot[0], vsub(pos, p))
@@ -155,12 +174,12 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, mvel, mang
 def run(ins, outs, par, st, pose, sig, db, dt):
     out = slot(pose, outs[0])
     copy_pose(slot(pose, ins[0]), out)
-    if ins[2] >= 0:
-        m = ins[2]
+    m = ins[2]
+    moving = m >= 0
+    mvel, mang = ZERO, ZERO
+    if moving:
         mvel, mang = (sig[m], sig[m + 1], sig[m + 2]), (sig[m + 3], sig[m + 4], sig[m + 5])
-    else:
-        mvel, mang = ZERO, ZERO
-    foot_lock_moving(out, db[3], par, st, sig[ins[1]] > 0.5, dt, sig, outs[1], mvel, mang)
+    foot_lock_moving(out, db[3], par, st, sig[ins[1]] > 0.5, dt, sig, outs[1], moving, mvel, mang)
 
 
 def check_leg(parents, hip, knee, foot, toe):

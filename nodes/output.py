@@ -9,8 +9,9 @@ are those of the unmoved pose, rotated by W's rotation only.
 With its ``motion`` input linked (a root-motion signal: velocity ``v`` and angular
 velocity ``w`` in W's own frame) the output is the integrator of root motion: ``W``
 moves at world velocity ``R v`` and angular velocity ``R w`` this frame, so the output's
-velocities carry the root motion exactly (leverage included), and after the frame ``W``
-advances by the exact arc of a body moving at constant ``(v, w)`` for ``dt``:
+velocities carry the root motion exactly (leverage included).  Each frame ``W`` first
+covers the step since the last frame as the exact arc of a body moving at the mean of
+the two frames' motions ``(v, w)`` (the trapezoid rule: second order in the step):
 ``rot' = rot exp(w dt)``, ``pos' = pos + R J(w dt) v dt`` (``J`` the left Jacobian of exp).
 Blends and switches act on the signal, so the placement never jumps.
 A signal output copies its input.
@@ -21,7 +22,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numba import njit
 
-from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd
+from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd, vscale
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
 
 POSE, SIGNAL = 1.0, 0.0
@@ -57,18 +58,33 @@ def run(ins, outs, par, st, pose, sig, db, dt):
         for i in range(int(par[1])):
             sig[outs[0] + i] = sig[ins[0] + i]
         return
+    vel, ang = ZERO, ZERO
+    if ins[1] >= 0:
+        vel, ang = read3(sig, ins[1]), read3(sig, ins[1] + 3)
+        integrate_motion(st, vel, ang, dt)
     pos = (st[0], st[1], st[2])
     rot = (st[3], st[4], st[5], st[6])
-    vel, ang = ZERO, ZERO
-    moving = ins[1] >= 0
-    if moving:
-        vel, ang = read3(sig, ins[1]), read3(sig, ins[1] + 3)
     world = (pos, rot, ONE, qrot(rot, vel), qrot(rot, ang), ZERO)
     place(slot(pose, ins[0]), db[3], world, par[1] != 0.0, slot(pose, outs[0]))
-    if moving:
-        pos, rot = advance_placement(pos, rot, vel, ang, dt)
+
+
+@njit(cache=True)
+def integrate_motion(st, vel, ang, dt):
+    """Advance the placement ``st[0:7]`` over the last step by the mean of its two end motions (trapezoid).
+
+    ``st[7:15]``: the last frame's motion (6), the step that followed it (s), whether there is one.
+    The first frame after a reset has no step to cover.
+    """
+    if st[14] > 0.5:
+        mean_vel = vscale(vadd(read3(st, 7), vel), 0.5)
+        mean_ang = vscale(vadd(read3(st, 10), ang), 0.5)
+        pos, rot = advance_placement((st[0], st[1], st[2]), (st[3], st[4], st[5], st[6]), mean_vel, mean_ang, st[13])
         st[0], st[1], st[2] = pos
         st[3], st[4], st[5], st[6] = rot
+    st[7], st[8], st[9] = vel
+    st[10], st[11], st[12] = ang
+    st[13] = dt
+    st[14] = 1.0
 
 
 @register(run)
@@ -103,4 +119,5 @@ class Output(Node):
     def state(self, ctx, time=0.0):
         if self.signal != "pose":
             return np.zeros(0)
-        return np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0])  # world placement: pos, rot (w-first)
+        # World placement pos, rot (w-first); then the last frame's root motion, its step (s), whether any.
+        return np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0] + [0.0] * 8)
