@@ -53,6 +53,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.limits import SIGNAL_MAX, seconds_field, unit_field
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
 from animgraph.nodes.inertialize import OFFSET, get3, joint_offset, put3, state_pose
 from animgraph.pose import Pose
@@ -260,26 +261,24 @@ class TrackingSpringNode(Node):
 
     type: Literal["tracking_spring"] = "tracking_spring"
     signal: Literal["scalar", "vec3", "quat", "pose"] = Field("pose", description="what is tracked")
-    position_halflife: float = Field(
-        0.3, ge=0.0, le=60.0, allow_inf_nan=False, description="half-life of the position offset after a jump (s)"
-    )
-    velocity_halflife: float = Field(
-        0.05, ge=0.0, le=60.0, allow_inf_nan=False, description="half-life of the velocity offset after a jump (s)"
-    )
-    acceleration: float = Field(
-        1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="proportion of the target's acceleration followed"
-    )
+    position_halflife: float = seconds_field(0.3, "half-life of the position offset after a jump")
+    velocity_halflife: float = seconds_field(0.05, "half-life of the velocity offset after a jump")
+    acceleration: float = unit_field(1.0, "proportion of the target's acceleration followed")
     jump_speed: Optional[float] = Field(
         2.0,
         gt=0.0,
+        le=SIGNAL_MAX,
         allow_inf_nan=False,
-        description="a value stepping off its velocities by more (units/s) jumps; null: only the jump event",
+        description=f"a value stepping off its velocities by more (units/s, (0, {SIGNAL_MAX:g}]) jumps; "
+        "null: only the jump event",
     )
     jump_turn: Optional[float] = Field(
         50.0,
         gt=0.0,
+        le=SIGNAL_MAX,
         allow_inf_nan=False,
-        description="a rotation stepping off its angular velocities by more (rad/s) jumps; null: only the event",
+        description=f"a rotation stepping off its angular velocities by more (rad/s, (0, {SIGNAL_MAX:g}]) jumps; "
+        "null: only the event",
     )
 
     INPUTS = (
