@@ -197,7 +197,9 @@ class DeadBlend(Node):
     OUTPUTS = (Port("pose", "pose", "local", "extrapolated old pose faded into the input"),)
 
     def params(self, ctx):
-        return np.array([cut_seconds(self.duration), halflife_rate(self.halflife)], dtype=np.float64)
+        # Plan parameters are finite: a held pose (half-life 0, rate inf) is any rate above decay.MAX_RATE.
+        rate = min(halflife_rate(self.halflife), 1e300)
+        return np.array([cut_seconds(self.duration), rate], dtype=np.float64)
 
     def state(self, ctx, time=0.0):
         """No previous output and no blend: the first frame shows the input."""

@@ -85,10 +85,16 @@ def spring_step(e, u, dv, spring):
     w = two_rate_weights(rate_x, rate_v, dt)
     if follow >= 1.0 or dt == 0.0 or rate_x == math.inf or rate_v == math.inf:
         return decay3(w, e, u)
-    # Constant forcing -(1-γ) a moves the rest point to -(1-γ) a / (rate_x rate_v).
-    rest = vscale(dv, -(1.0 - follow) / (dt * rate_x * rate_v))
-    e, u = decay3(w, vsub(e, rest), u)
-    return vadd(e, rest), u
+    # Constant forcing g / dt, g = -(1-γ) dv (the velocity change not followed), moves the rest
+    # point to g / (dt a b): the offset gains g (1 - w_xx) / (dt a b) and its rate g w_xv / dt.
+    # For a step short against both rates these factors tend to dt/2 and 1 (no 0/0 as dt -> 0).
+    g = vscale(dv, -(1.0 - follow))
+    if dt * max(rate_x, rate_v) < 1e-6:
+        ge, gu = 0.5 * dt, 1.0
+    else:
+        ge, gu = (1.0 - w[0]) / (dt * rate_x * rate_v), w[1] / dt
+    e, u = decay3(w, e, u)
+    return vadd(e, vscale(g, ge)), vadd(u, vscale(g, gu))
 
 
 @njit(cache=True)
