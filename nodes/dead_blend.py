@@ -56,7 +56,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
-from animgraph.limits import DT_MAX, SECONDS_MAX, cut_seconds, seconds_field
+from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.nodes.blend import weighted_rot
@@ -207,7 +207,7 @@ class DeadBlend(Node):
 
 
 def _seconds(name, value):
-    value = number(value, name, 0.0, SECONDS_MAX)
+    value = number(value, name, 0.0)
     if not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value}")
     return cut_seconds(value)

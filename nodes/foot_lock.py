@@ -198,7 +198,9 @@ class FootLock:
             )
         except ValidationError as e:
             first = e.errors()[0]
-            raise ValueError(f"FootLock {first['loc'][0]}: {first['msg']}") from None
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"FootLock {where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}") \
+                from None
         self.reset()
 
     def reset(self):
