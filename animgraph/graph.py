@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -382,6 +383,9 @@ def _graph_error(err, data, file):
             msg = f"unknown node type {raw.get('type')!r} (valid types: {valid})"
         elif kind == "union_tag_not_found":
             msg = f"node has no 'type' (valid types: {valid})"
+        named = re.match(r"(\w+): (.*)", msg)
+        if kind == "value_error" and port is None and named and isinstance(raw, dict) and named[1] in raw:
+            port, msg = named[1], named[2]  # a node-level check that names its field
     elif loc[:1] == ("assets",) and len(loc) >= 2:
         msg = f"asset {loc[1]!r}: {msg}"
     elif loc:

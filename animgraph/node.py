@@ -111,7 +111,7 @@ class Node(BaseModel):
                 info = cls.model_fields.get(key) if isinstance(key, str) else None
                 items = value if isinstance(value, (list, tuple)) else [value]
                 if info is not None and any(isinstance(v, str) for v in items) and not _takes_text(info.annotation):
-                    raise ValueError(f"{key}: expected numbers or flags, not text: {value!r}")
+                    raise ValueError(f"{key}: expected a number, integer or flag, not the text {value!r}")
         return data
 
     def inputs(self):

@@ -286,7 +286,8 @@ def check_axis(axis, what="axis"):
         a = np.zeros(0)
     if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-6:
         raise ValueError(f"{what} must be a finite non-zero 3-vector, got {axis!r}")
-    a = a / np.max(np.abs(a))  # no overflow in the norm of huge components
+    if np.max(np.abs(a)) > 1e100:
+        a = a / np.max(np.abs(a))  # no overflow in the norm of huge components
     return tuple(float(x) for x in a / np.linalg.norm(a))
 
 
