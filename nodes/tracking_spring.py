@@ -34,7 +34,7 @@ from typing import Literal, Optional
 
 import numpy as np
 from numba import njit
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from animgraph.decay import decay3, halflife_rate, two_rate_weights
 from animgraph.maths import (
@@ -339,7 +339,12 @@ class TrackingSpring:
     """
 
     def __init__(self, signal="pose", **fields):
-        self.node = TrackingSpringNode(id="op", signal=signal, **fields)
+        try:
+            self.node = TrackingSpringNode(id="op", signal=signal, **fields)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"TrackingSpring {where + ': ' if where else ''}{first['msg']}") from None
         self.par = self.node.params(None)
         self.size = 0 if signal == "pose" else SIGNAL_SIZE[signal]
         self.reset()

@@ -229,3 +229,9 @@ def test_public_functions_name_the_bad_argument(walk):
             assert "\n" not in str(e), str(e)
         else:
             pytest.fail(f"{name}: accepted")
+
+
+def test_tracking_spring_names_the_bad_field():
+    with pytest.raises(ValueError, match="TrackingSpring position_halflife: .*less than or equal to 60") as info:
+        ag.ops.TrackingSpring("scalar", position_halflife=1e9)
+    assert "\n" not in str(info.value)
