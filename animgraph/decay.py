@@ -13,6 +13,9 @@ same weights.
 
 ``spring_decay`` / ``cubic_decay`` apply these to one scalar; ``kform_extrapolate`` carries
 a kineform forward with exponentially decaying velocities (dead blending).
+
+A half-life or duration below ``MIN_SECONDS`` (1 µs) acts as 0, an instant cut: dividing by
+it would give rates (and offset velocities) that overflow to inf and then to NaN.
 """
 
 import math
@@ -22,12 +25,14 @@ from numba import njit
 from .maths import from_scaled_angle_axis, qmul, vadd, vexp, vmul, vscale
 
 LN2 = math.log(2.0)
+MIN_SECONDS = 1e-6  # shorter half-lives and durations act as 0 (must match animgraph.limits)
+MAX_RATE = 2.0 * LN2 / MIN_SECONDS  # faster decay rates (1/s) act as infinite: a cut
 
 
 @njit(cache=True)
 def halflife_rate(halflife):
-    """Exponential rate ln2 / halflife (1/s); infinite for a zero half-life."""
-    if halflife <= 0.0:
+    """Exponential rate ln2 / halflife (1/s); infinite for a half-life below MIN_SECONDS (or NaN)."""
+    if not halflife >= MIN_SECONDS:
         return math.inf
     return LN2 / halflife
 
@@ -39,6 +44,10 @@ def two_rate_weights(a, b, t):
         return 1.0, 0.0, 0.0, 1.0
     if a > b:
         a, b = b, a
+    if b > MAX_RATE:
+        b = math.inf  # a faster rate is a cut: a * b would overflow
+    if a > MAX_RATE:
+        a = math.inf
     if a == math.inf:
         return 0.0, 0.0, 0.0, 0.0
     ea = math.exp(-a * t)
@@ -54,8 +63,8 @@ def two_rate_weights(a, b, t):
 
 @njit(cache=True)
 def spring_weights(halflife, t):
-    """Weights of the critically damped offset decay by half-life (s); zero half-life: no offset."""
-    if halflife <= 0.0:
+    """Weights of the critically damped offset decay by half-life (s); below MIN_SECONDS: no offset."""
+    if not halflife >= MIN_SECONDS:
         return 0.0, 0.0, 0.0, 0.0
     y = 2.0 * LN2 / halflife
     return two_rate_weights(y, y, t)
@@ -63,8 +72,8 @@ def spring_weights(halflife, t):
 
 @njit(cache=True)
 def cubic_weights(duration, t):
-    """Weights of the cubic offset decay over ``duration`` (s); zero from ``duration`` on."""
-    if t >= duration or duration <= 0.0:
+    """Weights of the cubic offset decay over ``duration`` (s); zero from ``duration`` on (below MIN_SECONDS: at once)."""
+    if t >= duration or not duration >= MIN_SECONDS:
         return 0.0, 0.0, 0.0, 0.0
     s = t / duration
     return (
@@ -108,7 +117,7 @@ def coast(rate, t):
     """Distance factor ``(1 - e^-rate t) / rate`` (s) and velocity factor ``e^-rate t``; rate 0: ``t`` and 1."""
     if rate == 0.0:
         return t, 1.0
-    if rate == math.inf:
+    if rate > MAX_RATE:
         return 0.0, 0.0
     return -math.expm1(-rate * t) / rate, math.exp(-rate * t)
 

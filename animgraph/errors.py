@@ -1,8 +1,8 @@
 """User-input errors: one clear line naming the file, node, port or line."""
 
 
-class AnimgraphError(Exception):
-    """Base of the errors the CLI reports as one line with exit status 2."""
+class AnimgraphError(ValueError):
+    """Base of the errors the CLI reports as one line with exit status 2 (a ValueError: bad input)."""
 
 
 class GraphError(AnimgraphError):

@@ -25,7 +25,9 @@ as ``ag.data.load`` gives it in both versions.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -134,18 +136,18 @@ class Graph(BaseModel):
     @classmethod
     def load(cls, path):
         """Read and validate a graph file; GraphError naming file, node and field on any problem."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise GraphError(f"Graph.load: path must be a str or Path, got {type(path).__name__}")
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = path.read_bytes()
         except OSError as e:
             raise GraphError(f"cannot read graph file: {e.strerror or e}", file=path) from None
         try:
-            data = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as e:
-            raise GraphError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=path) from None
-        except ValueError as e:
-            raise GraphError(str(e), file=path) from None
-        return cls.from_dict(data, file=path)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise GraphError(f"not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}", file=path) from None
+        return cls.from_dict(parse_json(text, path), file=path)
 
     @classmethod
     def from_dict(cls, data, file=None):
@@ -156,10 +158,21 @@ class Graph(BaseModel):
         try:
             graph = cls.model_validate(data)
         except ValidationError as e:
+            inner = (e.errors()[0].get("ctx") or {}).get("error")
+            if isinstance(inner, GraphError):  # raised by __init__, which pydantic calls
+                raise GraphError(inner.message, inner.node, inner.port, file) from None
             raise _graph_error(e, data, file) from None
         _check_asset_fields(graph, file)
         graph._path = file
         return graph
+
+    def __init__(self, **data):
+        """A graph from keyword fields (``nodes=[...]``, ``links=[...]``, ...); GraphError naming the field."""
+        sync_registry()
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            raise _graph_error(e, data, None) from None
 
     # ------------------------------------------------------------ save
 
@@ -283,8 +296,64 @@ def _values(obj):
     return obj.values() if isinstance(obj, dict) else obj
 
 
+MAX_DEPTH = 32  # nesting of JSON arrays and objects in a graph file
+MAX_INT_DIGITS = 20
+
+
+def parse_json(text, file=None):
+    """JSON text of a graph file as Python data; GraphError for anything JSON or a graph file cannot hold.
+
+    Refused: NaN/Infinity, numbers too large for a float (``1e309``), integers of more than 20
+    digits, duplicate keys in an object, and nesting deeper than ``MAX_DEPTH``.
+    """
+    try:
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_short_int,
+                          object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise GraphError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=file) from None
+    except ValueError as e:
+        raise GraphError(str(e), file=file) from None
+    except RecursionError:
+        raise GraphError(f"JSON nested deeper than {MAX_DEPTH} levels", file=file) from None
+    _check_depth(data, file)
+    return data
+
+
 def _reject_constant(name):
     raise ValueError(f"{name} is not allowed in a graph file")
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is too large for a graph file")
+    return value
+
+
+def _short_int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"integer {text[:24]}... has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _unique_keys(pairs):
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        data[key] = value
+    return data
+
+
+def _check_depth(data, file):
+    """GraphError if JSON data nests arrays and objects deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list, tuple)):
+            if depth > MAX_DEPTH:
+                raise GraphError(f"JSON nested deeper than {MAX_DEPTH} levels", file=file)
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
 
 
 # ---------------------------------------------------------------- errors
@@ -294,6 +363,7 @@ def _precheck(data, file):
     """Checks before pydantic: object shape, format tag, version (a newer file is refused), unique ids."""
     if not isinstance(data, dict):
         raise GraphError(f"a graph file holds a JSON object, not {type(data).__name__}", file=file)
+    _check_depth(data, file)
     if data.get("format") != FORMAT:
         raise GraphError(f"'format' must be {FORMAT!r}, got {data.get('format')!r}", file=file)
     version = data.get("version")
@@ -305,7 +375,8 @@ def _precheck(data, file):
             file=file,
         )
     seen = set()
-    for n in data.get("nodes") or []:
+    nodes = data.get("nodes")
+    for n in nodes if isinstance(nodes, list) else []:
         nid = n.get("id") if isinstance(n, dict) else None
         if isinstance(nid, str):
             if nid in seen:
@@ -328,25 +399,41 @@ def _check_asset_fields(graph, file):
                              "(metres per file unit)", file=file)
 
 
+_TELLING = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number", "value_error",
+            "too_short", "too_long"}
+
+
+def _union_member(part):
+    """Whether a pydantic error location part names a member of a union (``bool``, ``list[...]``, ...)."""
+    return isinstance(part, str) and (part in ("bool", "int", "float", "str", "none") or "[" in part
+                                      or part.startswith(("constrained-", "function-")))
+
+
 def _graph_error(err, data, file):
-    """The first pydantic error as a GraphError naming node and field."""
-    e = err.errors()[0]
-    loc, kind = tuple(e["loc"]), e["type"]
-    more = f" (and {err.error_count() - 1} more problems)" if err.error_count() > 1 else ""
+    """The first pydantic error as a GraphError naming node and field (a range error rather than a type one)."""
+    errors = err.errors()
+    same = [x for x in errors if tuple(x["loc"])[:4] == tuple(errors[0]["loc"])[:4]]
+    e = min(same, key=lambda x: 0 if x["type"] in _TELLING else 1)
+    loc, kind = tuple(x for x in e["loc"] if not _union_member(x)), e["type"]
+    more = f" (and {len(errors) - len(same)} more problems)" if len(errors) > len(same) else ""
     node = port = None
-    msg = e["msg"]
-    if loc[:1] == ("nodes",) and len(loc) >= 2 and isinstance(loc[1], int):
-        raw = data["nodes"][loc[1]]
+    msg = e["msg"].removeprefix("Value error, ")
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if loc[:1] == ("nodes",) and len(loc) >= 2 and isinstance(loc[1], int) and isinstance(nodes, (list, tuple)):
+        raw = nodes[loc[1]]
         node = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else f"#{loc[1]}"
         rest = list(loc[2:])
         if rest and isinstance(raw, dict) and rest[0] == raw.get("type"):
             rest = rest[1:]
         port = ".".join(str(r) for r in rest) or None
         valid = ", ".join(sorted(REGISTRY))
-        if kind == "union_tag_invalid":
+        if kind == "union_tag_invalid" and isinstance(raw, dict):
             msg = f"unknown node type {raw.get('type')!r} (valid types: {valid})"
         elif kind == "union_tag_not_found":
             msg = f"node has no 'type' (valid types: {valid})"
+        named = re.match(r"(\w+): (.*)", msg)
+        if kind == "value_error" and port is None and named and isinstance(raw, dict) and named[1] in raw:
+            port, msg = named[1], named[2]  # a node-level check that names its field
     elif loc[:1] == ("assets",) and len(loc) >= 2:
         msg = f"asset {loc[1]!r}: {msg}"
     elif loc:

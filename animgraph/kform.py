@@ -8,12 +8,18 @@ import numpy as np
 from numba import njit
 
 from .maths import kdiv, kinv, kmul, load_kform, store_kform
-from .pose import FIELDS, Pose
+from .pose import FIELDS, Pose, numbers
 
 
-def _flat(k):
-    arrays = [np.asarray(getattr(k, f), dtype=np.float32) for f in FIELDS]
+def _flat(k, name="a"):
+    missing = [f for f in FIELDS if not hasattr(k, f)]
+    if missing:
+        raise ValueError(f"{name} must have the six kineform fields {FIELDS}, {type(k).__name__} lacks {missing}")
+    arrays = [numbers(getattr(k, f), f"{name}.{f}", np.float32) for f in FIELDS]
     shape = arrays[0].shape[:-1]
+    for f, a in zip(FIELDS, arrays):
+        if a.ndim < 1 or a.shape[-1] != (4 if f == "rot" else 3) or a.shape[:-1] != shape:
+            raise ValueError(f"{name}.{f} has shape {a.shape}: expected {shape + (4 if f == 'rot' else 3,)}")
     return tuple(np.ascontiguousarray(a.reshape(-1, a.shape[-1])) for a in arrays), shape
 
 
@@ -41,7 +47,7 @@ def _inv_rows(a, out):
 
 def _binary(kernel, a, b):
     fa, shape = _flat(a)
-    fb, shape_b = _flat(b)
+    fb, shape_b = _flat(b, "b")
     if shape != shape_b:
         raise ValueError(f"kineform shapes differ: {shape} and {shape_b}")
     out = _empty(fa[0].shape[0])

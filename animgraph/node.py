@@ -35,12 +35,13 @@ Kernel arguments (all for one character):
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass, field
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 from numba import njit
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import GraphError
 
@@ -109,6 +110,18 @@ class Node(BaseModel):
     OUTPUTS: ClassVar[tuple] = ()
     DOC: ClassVar[str] = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_text_for_numbers(cls, data):
+        """Refuse text where a number or flag belongs ("0.3", "true"): pydantic would convert it."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                info = cls.model_fields.get(key) if isinstance(key, str) else None
+                items = value if isinstance(value, (list, tuple)) else [value]
+                if info is not None and any(isinstance(v, str) for v in items) and not _takes_text(info.annotation):
+                    raise ValueError(f"{key}: expected a number, integer or flag, not the text {value!r}")
+        return data
+
     def inputs(self):
         """Input ports of this instance (a node may vary them with its parameters)."""
         return tuple(self.INPUTS)
@@ -127,6 +140,16 @@ class Node(BaseModel):
     def state(self, ctx: BuildContext, time: float = 0.0) -> np.ndarray:
         """Initial per-character float64 state (``time`` is the reset time in seconds)."""
         return np.zeros(0)
+
+
+def _takes_text(annotation):
+    """Whether a field annotation accepts a str (str itself, a Literal of strings, or a union holding one)."""
+    if annotation is str:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return any(isinstance(a, str) for a in typing.get_args(annotation))
+    return any(_takes_text(a) for a in typing.get_args(annotation))
 
 
 REGISTRY: dict = {}

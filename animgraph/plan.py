@@ -33,11 +33,12 @@ import numpy as np
 from .check import check, has_constant
 from .errors import AnimgraphError, GraphError
 from .executor import kinds
-from .graph import BUNDLED_PREFIX, AssetSpec
+from .graph import BUNDLED_PREFIX, AssetSpec, Graph
 from .node import SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
 
 OPS_COLUMNS = 8
+MAX_BATCH = 1 << 20  # characters per plan
 
 
 class PlanContext(BuildContext):
@@ -326,8 +327,10 @@ def _table(ops, io, parents, n_sig, slots, joints, frames):
 
 def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
     """Check ``graph`` and lay out its tables for ``batch`` characters (no compiling)."""
-    if not (isinstance(batch, (int, np.integer)) and batch >= 1):
-        raise GraphError(f"batch must be a whole number >= 1, got {batch!r}", file=graph.path)
+    if not isinstance(graph, Graph):
+        raise GraphError(f"make_plan: graph must be a Graph, got {type(graph).__name__}")
+    if not (isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and 1 <= batch <= MAX_BATCH):
+        raise GraphError(f"batch must be a whole number in [1, {MAX_BATCH}], got {batch!r}", file=graph.path)
     file = graph.path
     checked = check(graph, file, warn=warn)
     order, nodes = checked.order, {nid: checked.nodes[nid] for nid in checked.order}

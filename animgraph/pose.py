@@ -9,10 +9,58 @@ import numpy as np
 FIELDS = ("pos", "rot", "scl", "vel", "ang", "svl")
 
 
+def numbers(value, name, dtype=np.float64):
+    """``value`` as a finite numeric array; ValueError naming ``name`` for text, None, ragged lists or NaN/inf."""
+    if isinstance(value, (str, bytes, dict, set)) or value is None:
+        raise ValueError(f"{name} must be a number or an array of numbers, got {type(value).__name__} {value!r}")
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number or a regular array of numbers, got {value!r}") from None
+    if a.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a number or an array of numbers, got {a.dtype} {value!r}")
+    a = a.astype(dtype)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return a
+
+
+def number(value, name, low=-np.inf, high=np.inf):
+    """``value`` as a finite float in ``[low, high]``; ValueError naming ``name`` otherwise."""
+    a = numbers(value, name)
+    if a.shape != ():
+        raise ValueError(f"{name} must be one number, got shape {a.shape}")
+    x = float(a)
+    if not low <= x <= high:
+        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {x:g}")
+    return x
+
+
+def pose_arg(value, name):
+    """``value`` if it is a Pose; ValueError naming the argument otherwise."""
+    if not isinstance(value, Pose):
+        raise ValueError(f"{name} must be a Pose, got {type(value).__name__}")
+    return value
+
+
+def parents_arg(value, joints, name="parents"):
+    """(parents int64, Skeleton or None) from a Skeleton or parents array for ``joints`` joints; ValueError otherwise."""
+    skel = value if isinstance(value, Skeleton) else None
+    parents = numbers(value.parents if skel is not None else value, name, np.float64)
+    if parents.ndim != 1 or not np.all(parents == np.round(parents)):
+        raise ValueError(f"{name} must be a Skeleton or a 1-D array of joint indices")
+    parents = parents.astype(np.int64)
+    if len(parents) != joints:
+        raise ValueError(f"{name} has {len(parents)} joints, the pose {joints}")
+    if not np.all((parents >= -1) & (parents < np.arange(joints))):
+        raise ValueError(f"{name} must list each joint's parent before it (root -1)")
+    return parents, skel
+
+
 def _f32(a, shape_tail, name):
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    if a.ndim < 2 or a.shape[-1] != shape_tail:
-        raise ValueError(f"{name} must have shape (..., J, {shape_tail}), got {a.shape}")
+    a = numbers(a, name, np.float32) if a is not None else a
+    if a is None or a.ndim < 2 or a.shape[-1] != shape_tail:
+        raise ValueError(f"{name} must have shape (..., J, {shape_tail}), got {getattr(a, 'shape', None)}")
     return a
 
 
@@ -24,9 +72,14 @@ class Skeleton:
     """
 
     def __init__(self, names, parents, offsets, aliases=None, end_sites=None):
+        if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+            raise ValueError(f"names must be a list of joint names, got {type(names).__name__}")
         self.names = [str(n) for n in names]
-        self.parents = np.asarray(parents, dtype=np.int32)
-        self.offsets = np.asarray(offsets, dtype=np.float32).reshape(-1, 3)
+        self.parents = numbers(parents, "parents").astype(np.int32)
+        self.offsets = numbers(offsets, "offsets", np.float32)
+        if self.offsets.size % 3:
+            raise ValueError(f"offsets must have shape (J, 3), got {self.offsets.shape}")
+        self.offsets = self.offsets.reshape(-1, 3)
         j = len(self.names)
         if self.parents.shape != (j,) or self.offsets.shape != (j, 3):
             raise ValueError(
@@ -55,6 +108,8 @@ class Skeleton:
             if not -len(self) <= joint < len(self):
                 raise ValueError(f"joint index {joint} out of range for {len(self)} joints")
             return int(joint) % len(self)
+        if not isinstance(joint, str):
+            raise ValueError(f"joint must be a name or an index, got {type(joint).__name__} {joint!r}")
         if joint in self.aliases:
             return self.aliases[joint]
         try:
@@ -160,6 +215,8 @@ class Clip:
     name: str = ""
 
     def __post_init__(self):
+        if not isinstance(self.skeleton, Skeleton):
+            raise ValueError(f"skeleton must be a Skeleton, got {type(self.skeleton).__name__}")
         self.pos = _f32(self.pos, 3, "pos")
         self.rot = _f32(self.rot, 4, "rot")
         if self.scl is None:
@@ -172,6 +229,7 @@ class Clip:
             raise ValueError("clip pos, rot and scl must have the same frames and joints")
         if len(self.pos) < 1:
             raise ValueError("a clip needs at least one frame")
+        self.dt = number(self.dt, "clip dt")
         if not self.dt > 0:
             raise ValueError(f"clip dt must be positive, got {self.dt}")
         self.dt = float(self.dt)

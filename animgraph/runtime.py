@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import GraphError
 from .graph import Graph
+from .limits import DT_MAX, SIGNAL_MAX, TIME_MAX
 from .maths import qmul, qnormalize, qrot
 from .node import SIGNAL_SIZE
 from .plan import make_plan
@@ -35,6 +36,7 @@ from .pose import Pose
 PARALLEL_MIN_BATCH = 16  # below this, threads cost more than they save
 
 _VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1}
+CLAMPED = ("scalar", "int", "vec3")  # kinds whose values an input's [min, max] bounds
 
 
 def compile(graph, batch=1, assets=None, skeleton=None):  # noqa: A001 (the public name)
@@ -46,11 +48,33 @@ def compile(graph, batch=1, assets=None, skeleton=None):  # noqa: A001 (the publ
     """
     if isinstance(graph, (str, Path)):
         graph = Graph.load(graph)
+    if not isinstance(graph, Graph):
+        raise GraphError(f"compile: graph must be a Graph or a path, got {type(graph).__name__}")
+    _check_assets(assets, skeleton, graph.path)
     plan = make_plan(graph, batch, assets=assets, skeleton=skeleton)
     from . import executor
 
     plan.executor = executor.load()
     return plan
+
+
+def _check_assets(assets, skeleton, file):
+    """GraphError naming the argument unless ``assets`` maps names to clips and ``skeleton`` is a Skeleton."""
+    from .pose import Clip, Skeleton
+
+    if skeleton is not None and not isinstance(skeleton, Skeleton):
+        raise GraphError(f"compile: skeleton must be a Skeleton or None, got {type(skeleton).__name__}", file=file)
+    if assets is None:
+        return
+    if not isinstance(assets, dict):
+        raise GraphError(f"compile: assets must be a dict {{name: Clip}}, got {type(assets).__name__}", file=file)
+    for name, value in assets.items():
+        pair = isinstance(value, tuple) and len(value) == 2
+        if not isinstance(name, str) or not (
+            isinstance(value, Clip) or (pair and isinstance(value[0], Skeleton) and isinstance(value[1], Clip))
+        ):
+            raise GraphError(f"compile: assets[{name!r}] must be a Clip or (Skeleton, Clip), "
+                             f"got {type(value).__name__}", file=file)
 
 
 def _entry(dispatcher):
@@ -119,37 +143,74 @@ class Instance:
     # ------------------------------------------------------------ per frame
 
     def step(self, dt, inputs=None):
-        """Advance every character by ``dt`` seconds; returns the outputs (views, see module doc)."""
+        """Advance every character by ``dt`` seconds (0..1000); returns the outputs (views, see module doc).
+
+        A step that fails (bad ``dt`` or any bad input) changes nothing.
+        """
+        if type(dt) is not float and not (isinstance(dt, (int, float, np.integer, np.floating))
+                                          and not isinstance(dt, (bool, np.bool_))):
+            raise GraphError(f"step dt must be a number of seconds, got {type(dt).__name__} {dt!r}",
+                             file=self.plan.file)
+        if not 0.0 <= dt <= DT_MAX:
+            raise GraphError(f"step dt must be a finite number of seconds in [0, {DT_MAX:g}], got {dt!r}",
+                             file=self.plan.file)
         if inputs:
             self.set_inputs(inputs)
-        if not -1e6 < dt < 1e6:
-            raise GraphError(f"step dt must be a finite number of seconds, got {dt!r}", file=self.plan.file)
         run = self._run(*self._args, float(dt))
         if run is not None:  # the first call compiled or loaded the executor: keep its entry point
             self._run = run
         return self.outputs
 
     def set_inputs(self, inputs):
-        """Write input values (and rates) per character: ``{"w": 0.3, "target": (pos, vel)}``."""
+        """Write input values (and rates) per character: ``{"w": 0.3, "target": (pos, vel)}``.
+
+        Every value is checked before any is written: on a GraphError (naming the input) nothing changed.
+        Values beyond ±1e9 are refused; scalar, int and vec3 values are clamped to the input's [min, max].
+        """
+        if not isinstance(inputs, dict):
+            raise GraphError(f"inputs must be a dict {{input id: value}}, got {type(inputs).__name__}",
+                             file=self.plan.file)
+        writes = []
         for name, value in inputs.items():
-            write = self._inputs.get(name)
-            if write is not None:
-                write(value)
+            check = self._inputs.get(name)
+            if check is not None:
+                writes.append(check(value))
             elif name not in self._known:
                 known = ", ".join(sorted(self._inputs)) or "none"
-                raise GraphError(f"unknown input {name!r} (inputs: {known})", name, None, self.plan.file)
+                raise GraphError(f"unknown input {name!r} (inputs: {known})", str(name), None, self.plan.file)
+        for write in writes:
+            write()
 
     def _writer(self, name, off, kind):
-        """A function writing one input's value (and rate) into the signal buffer."""
+        """A function checking one input's value (and rate) and returning the write into the signal buffer."""
         n, size, batch, file = _VALUE_SIZE[kind], SIGNAL_SIZE[kind], self.batch, self.plan.file
         value_col, rate_col = self.sig[:, off], self.sig[:, off + 1] if size > 1 else None
         value_view, rate_view = self.sig[:, off:off + n], self.sig[:, off + n:off + size]
+        node = self.plan.nodes.get(name)
+        low, high = node.bounds() if kind in CLAMPED and node is not None else (-SIGNAL_MAX, SIGNAL_MAX)
 
         def fail(why):
             raise GraphError(why, name, "value", file)
 
+        def number(v, what):
+            """A finite float within the signal range from a Python number (bool and int included)."""
+            x = float(v)
+            if not math.isfinite(x):
+                fail(f"{what} is not finite: {v!r}")
+            if not -SIGNAL_MAX <= x <= SIGNAL_MAX:
+                fail(f"{what} {v!r} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]")
+            return x
+
         def parse(v, width, what):
-            a = np.asarray(v, dtype=np.float64)
+            if isinstance(v, (str, bytes, dict, set)) or v is None:
+                fail(f"{what} must be a number or an array of numbers, got {type(v).__name__} {v!r}")
+            try:
+                a = np.asarray(v)
+            except (TypeError, ValueError):
+                fail(f"{what} must be a number or a regular array of numbers, got {v!r}")
+            if a.dtype.kind not in "biuf":
+                fail(f"{what} must be a number or an array of numbers, got {a.dtype} {v!r}")
+            a = a.astype(np.float64)
             if a.shape == (width,) or (width == 1 and a.shape == ()):
                 a = a.reshape(1, width)
             elif a.shape == (batch, width) or (width == 1 and a.shape == (batch,)):
@@ -158,44 +219,67 @@ class Instance:
                 fail(f"{what} of shape {a.shape}: expected ({width},) or ({batch}, {width}) for a {kind} input")
             if not np.all(np.isfinite(a)):
                 fail(f"{what} is not finite: {v!r}")
+            if not np.all(np.abs(a) <= SIGNAL_MAX):
+                fail(f"{what} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]: {v!r}")
             return a
 
-        def write(value):
-            if type(value) is float or type(value) is int or type(value) is bool:
+        def single(x, rate):
+            """The write of one number (and rate) to every character, clamped to [low, high]."""
+            if kind == "bool":
+                x = float(x != 0)
+            elif kind in CLAMPED and not low <= x <= high:
+                x, rate = min(max(x, low), high), 0.0  # held at the bound: no rate
+            if kind == "int":
+                x = float(math.floor(x + 0.5))
+
+            def write():
+                value_col.fill(x)
+                if rate_col is not None:
+                    rate_col.fill(rate)
+
+            return write
+
+        def check(value):
+            t = type(value)
+            if t is float or t is int or t is bool:
                 if n != 1:
                     fail(f"a {kind} input needs {n} numbers, got {value!r}")
-                if not math.isfinite(value):
-                    fail(f"value is not finite: {value!r}")
-                if kind == "int":
-                    value = round(value)
-                elif kind == "bool":
-                    value = float(value != 0)
-                value_col.fill(value)
-                if rate_col is not None:
-                    rate_col.fill(0.0)
-                return
-            if type(value) is tuple and len(value) == 2 and size > n:
+                return single(number(value, "value"), 0.0)
+            if t is tuple and len(value) == 2 and size > n:
                 val, rate = value
-                if n == 1 and type(val) is float and type(rate) is float:  # fast path: scalar with rate
-                    if not (math.isfinite(val) and math.isfinite(rate)):
-                        fail(f"value or rate is not finite: {value!r}")
-                    value_col.fill(val)
-                    rate_col.fill(rate)
-                    return
-            elif type(value) is tuple and size == n:
+                if n == 1 and type(val) in (float, int) and type(rate) in (float, int):  # fast path: scalar, rate
+                    return single(number(val, "value"), number(rate, "rate"))
+            elif t is tuple and size == n:
                 fail(f"a {kind} input has no rate: give the value only")
             else:
                 val, rate = value, None
             a = parse(val, n, "value")
+            r = np.zeros((1, size - n)) if rate is None else parse(rate, size - n, "rate")
             if kind == "quat":
-                a = a / np.linalg.norm(a, axis=1, keepdims=True)
-            elif kind in ("int", "bool"):
-                a = np.round(a) if kind == "int" else (a != 0).astype(np.float64)
-            value_view[:] = a
-            if size > n:
-                rate_view[:] = 0.0 if rate is None else parse(rate, size - n, "rate")
+                a = a / np.max(np.abs(a), axis=1, keepdims=True).clip(1e-300)
+                norm = np.linalg.norm(a, axis=1, keepdims=True)
+                if not np.all(norm > 0.5):
+                    fail(f"a quat value needs a non-zero norm, got {val!r}")
+                a = a / norm
+            elif kind == "bool":
+                a = (a != 0).astype(np.float64)
+            elif kind in CLAMPED:
+                held = (a < low) | (a > high)
+                if np.any(held):
+                    a = np.clip(a, low, high)
+                    if size > n:
+                        r = np.where(held, 0.0, r)  # held at the bound: no rate
+                if kind == "int":
+                    a = np.floor(a + 0.5)
 
-        return write
+            def write():
+                value_view[:] = a
+                if size > n:
+                    rate_view[:] = r
+
+            return write
+
+        return check
 
     # ------------------------------------------------------------ edits
 
@@ -245,10 +329,15 @@ class Instance:
         The world placement of pose outputs (see ``teleport``) is kept: a reset restarts
         the animation, not where the character stands.  Inputs keep their values.
         """
-        rows = np.arange(self.batch) if characters is None else np.atleast_1d(np.asarray(characters))
-        times = np.broadcast_to(np.asarray(time, dtype=np.float64), rows.shape)
-        if not np.all(np.isfinite(times)):
-            raise GraphError(f"reset time is not finite: {time!r}", file=self.plan.file)
+        rows = self._rows(characters)
+        try:
+            times = np.broadcast_to(np.asarray(time, dtype=np.float64), rows.shape)
+        except (TypeError, ValueError):
+            raise GraphError(f"reset time must be a number of seconds or one per character, got {time!r}",
+                             file=self.plan.file) from None
+        if not np.all(np.abs(times) <= TIME_MAX):
+            raise GraphError(f"reset time must be finite seconds in [-{TIME_MAX:g}, {TIME_MAX:g}], got {time!r}",
+                             file=self.plan.file)
         places = [slice(so, so + 7) for kind, _, so in self.plan.outputs.values() if kind == "pose"]
         kept = [self.st[rows, p].copy() for p in places]
         for t in np.unique(times):
@@ -256,18 +345,34 @@ class Instance:
         for p, k in zip(places, kept):
             self.st[rows, p] = k
 
+    def _rows(self, characters):
+        """Character indices (all when None); GraphError unless whole numbers in [0, batch)."""
+        if characters is None:
+            return np.arange(self.batch)
+        rows = np.atleast_1d(np.asarray(characters))
+        if rows.ndim != 1 or rows.dtype.kind not in "iu" or not np.all((rows >= 0) & (rows < self.batch)):
+            raise GraphError(f"characters must be indices in [0, {self.batch}), got {characters!r}",
+                             file=self.plan.file)
+        return rows
+
     def teleport(self, pos_delta, rot_delta=None, characters=None):
         """Move characters in the world: positions by ``pos_delta`` (m), turned by ``rot_delta`` about the root.
 
         The world placement held by each pose output changes; it has no velocity, so
         the next frame's velocities are unchanged (rotated by ``rot_delta`` only).
         """
-        rows = np.arange(self.batch) if characters is None else np.atleast_1d(np.asarray(characters))
-        d = np.broadcast_to(np.asarray(pos_delta, dtype=np.float64), (len(rows), 3))
-        r = np.broadcast_to(np.asarray((1.0, 0.0, 0.0, 0.0) if rot_delta is None else rot_delta, np.float64),
-                            (len(rows), 4))
-        if not (np.all(np.isfinite(d)) and np.all(np.isfinite(r))):
-            raise GraphError("teleport is not finite", file=self.plan.file)
+        rows = self._rows(characters)
+        try:
+            d = np.broadcast_to(np.asarray(pos_delta, dtype=np.float64), (len(rows), 3))
+            r = np.broadcast_to(np.asarray((1.0, 0.0, 0.0, 0.0) if rot_delta is None else rot_delta, np.float64),
+                                (len(rows), 4))
+        except (TypeError, ValueError):
+            raise GraphError("teleport takes pos_delta (3,) or (n, 3) in m and rot_delta (4,) or (n, 4) w-first",
+                             file=self.plan.file) from None
+        if not (np.all(np.abs(d) <= SIGNAL_MAX) and np.all(np.abs(r) <= SIGNAL_MAX)):
+            raise GraphError(f"teleport must be finite and within ±{SIGNAL_MAX:g}", file=self.plan.file)
+        if not np.all(np.linalg.norm(r, axis=1) > 1e-6):
+            raise GraphError("teleport rot_delta must be a non-zero quaternion (w, x, y, z)", file=self.plan.file)
         for kind, loc, so in self.plan.outputs.values():
             if kind != "pose":
                 continue

@@ -36,6 +36,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.limits import unit_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.nodes.blend import broadcast_poses, check_scales, weighted_rot, weights
 from animgraph.pose import Pose
@@ -114,7 +115,7 @@ class Additive(Node):
     """Apply an additive pose (from ``difference``) to a base pose with a weight and its rate."""
 
     type: Literal["additive"] = "additive"
-    alpha: float = Field(1.0, ge=0.0, le=1.0, description="weight of the additive pose")
+    alpha: float = unit_field(1.0, "weight of the additive pose")
     side: Literal["parent", "local"] = Field("parent", description="multiply the offset rotation on this side")
 
     INPUTS = (
@@ -151,7 +152,7 @@ class Difference(Node):
 
 
 def _side(side):
-    if side not in SIDES:
+    if not isinstance(side, str) or side not in SIDES:
         raise ValueError(f"side must be 'parent' or 'local', got {side!r}")
     return side == "local"
 
@@ -159,8 +160,8 @@ def _side(side):
 def additive(base, add, alpha, alpha_vel=0.0, side="parent"):
     """``base`` with additive pose ``add`` applied at weight alpha (alpha_vel in 1/s); any batch shape."""
     local_side = _side(side)
+    shape, (base, add) = broadcast_poses(base, add, names=("base", "add"))
     check_scales(base, add)
-    shape, (base, add) = broadcast_poses(base, add)
     alpha, alpha_vel = weights(shape, alpha, alpha_vel)
     out = Pose.identity(base.joints, shape)
     for n, (b, a, dst) in enumerate(zip(base.items(), add.items(), out.items())):
@@ -171,8 +172,8 @@ def additive(base, add, alpha, alpha_vel=0.0, side="parent"):
 def difference(pose, reference, side="parent"):
     """Additive pose with ``additive(reference, difference(pose, reference), 1, side=side) == pose``."""
     local_side = _side(side)
+    shape, (pose, reference) = broadcast_poses(pose, reference, names=("pose", "reference"))
     check_scales(pose, reference)
-    shape, (pose, reference) = broadcast_poses(pose, reference)
     out = Pose.identity(pose.joints, shape)
     for p, r, dst in zip(pose.items(), reference.items(), out.items()):
         difference_kernel(p, r, local_side, dst)

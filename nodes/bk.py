@@ -10,7 +10,7 @@ from numba import njit
 
 from animgraph.maths import kdiv, load_kform, store_kform
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, parents_arg, pose_arg
 
 
 @njit(cache=True)
@@ -41,7 +41,8 @@ class BK(Node):
 
 def bk(glob, parents):
     """Local pose from a global pose (model space) of any batch shape."""
-    parents = np.asarray(parents, dtype=np.int64)
+    glob = pose_arg(glob, "global_")
+    parents, _ = parents_arg(parents, glob.joints)
     out = Pose.identity(glob.joints, glob.batch)
     for src, dst in zip(glob.items(), out.items()):
         bk_kernel(src, parents, dst)

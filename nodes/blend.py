@@ -33,8 +33,9 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.limits import unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, numbers, pose_arg
 
 
 @njit(cache=True, error_model="numpy")
@@ -119,7 +120,7 @@ class Blend(Node):
     """Cross-fade two poses of the same space (or two root motions); the weight's rate adds its own velocity."""
 
     type: Literal["blend"] = "blend"
-    alpha: float = Field(0.5, ge=0.0, le=1.0, description="weight of b (0: a, 1: b)")
+    alpha: float = unit_field(0.5, "weight of b (0: a, 1: b)")
     signal: Literal["pose", "motion"] = Field(
         "pose", description="what is blended: poses, or root motions (blend them with the same alpha as their poses)"
     )
@@ -146,26 +147,32 @@ class Blend(Node):
         return np.array([self.alpha, 6.0 if self.signal == "motion" else 0.0], dtype=np.float64)
 
 
-def broadcast_poses(*poses):
+def broadcast_poses(*poses, names=("a", "b")):
     """The batch shape common to ``poses`` and the poses broadcast to it (copies where needed)."""
+    for p, name in zip(poses, names):
+        pose_arg(p, name)
     joints = {p.joints for p in poses}
     if len(joints) != 1:
         raise ValueError(f"poses have different joint counts: {sorted(joints)}")
-    shape = np.broadcast_shapes(*(p.batch for p in poses))
+    try:
+        shape = np.broadcast_shapes(*(p.batch for p in poses))
+    except ValueError:
+        raise ValueError(f"poses have batch shapes {[p.batch for p in poses]} that do not broadcast") from None
     return shape, [
         p if p.batch == shape else Pose(*(np.array(np.broadcast_to(a, shape + a.shape[-2:])) for a in p.as_tuple()))
         for p in poses
     ]
 
 
-def weights(shape, *values):
+def weights(shape, *values, names=("alpha", "alpha_vel")):
     """Scalars or per-batch arrays broadcast to batch ``shape`` as flat float64 arrays; finite or ValueError."""
     out = []
-    for v in values:
-        v = np.asarray(v, dtype=np.float64)
-        if not np.all(np.isfinite(v)):
-            raise ValueError("blend and additive weights must be finite")
-        out.append(np.broadcast_to(v, shape).reshape(-1))
+    for v, name in zip(values, names):
+        v = numbers(v, name)
+        try:
+            out.append(np.broadcast_to(v, shape).reshape(-1))
+        except ValueError:
+            raise ValueError(f"{name} of shape {v.shape} does not match the batch {shape}") from None
     return out
 
 
@@ -178,8 +185,8 @@ def check_scales(*poses):
 
 def blend(a, b, alpha, alpha_vel=0.0):
     """Pose between ``a`` (alpha 0) and ``b`` (alpha 1), alpha_vel = dalpha/dt in 1/s; any batch shape."""
-    check_scales(a, b)
     shape, (a, b) = broadcast_poses(a, b)
+    check_scales(a, b)
     alpha, alpha_vel = weights(shape, alpha, alpha_vel)
     out = Pose.identity(a.joints, shape)
     for n, (src_a, src_b, dst) in enumerate(zip(a.items(), b.items(), out.items())):

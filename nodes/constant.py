@@ -12,6 +12,7 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from animgraph.errors import GraphError
+from animgraph.limits import INDEX_MAX, SIGNAL_MAX, SignalValue
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
 
 from .input import normalize_value, signal_value
@@ -51,11 +52,13 @@ class Constant(Node):
 
     type: Literal["constant"] = "constant"
     signal: Literal["scalar", "vec3", "quat", "int", "bool", "pose"] = "scalar"
-    value: bool | int | float | list[float] | None = Field(
-        None, description="the signal value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z]); none: zero/identity"
+    value: SignalValue = Field(
+        None,
+        description="the signal value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z]; numbers within "
+        f"±{SIGNAL_MAX:g}); none: zero/identity",
     )
     clip: str | None = Field(None, description="pose: clip asset to take a frame from; none: the rest pose")
-    frame: int = Field(0, ge=0, description="pose: frame index in the clip")
+    frame: int = Field(0, ge=0, le=INDEX_MAX, description=f"pose: frame index in the clip [0, {INDEX_MAX}]")
 
     OUTPUTS = (Port("value", "any", "", "the constant ('pose' port, local, when signal is 'pose')"),)
 

@@ -51,8 +51,9 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, number, pose_arg
 from animgraph.nodes.blend import weighted_rot
 from animgraph.nodes.inertialize import copy_pose, state_pose
 
@@ -179,10 +180,8 @@ class DeadBlend(Node):
     """Hide a transition: cross-fade from the old pose coasting on its decaying velocities."""
 
     type: Literal["dead_blend"] = "dead_blend"
-    duration: float = Field(0.5, ge=0.0, le=60.0, allow_inf_nan=False, description="cross-fade time (s); 0 cuts")
-    halflife: float = Field(
-        0.2, ge=0.0, le=60.0, allow_inf_nan=False, description="half-life of the old pose's velocities (s); 0 holds it"
-    )
+    duration: float = seconds_field(0.5, "cross-fade time; 0 cuts")
+    halflife: float = seconds_field(0.2, "half-life of the old pose's velocities; 0 holds it")
 
     INPUTS = (
         Port("pose", "pose", "local", "input pose with velocities"),
@@ -195,7 +194,9 @@ class DeadBlend(Node):
     )
 
     def params(self, ctx):
-        return np.array([self.duration, halflife_rate(self.halflife)], dtype=np.float64)
+        # Plan parameters are finite: a held pose (half-life 0, rate inf) is any rate above decay.MAX_RATE.
+        rate = min(halflife_rate(self.halflife), 1e300)
+        return np.array([cut_seconds(self.duration), rate], dtype=np.float64)
 
     def state(self, ctx, time=0.0):
         """No previous output and no blend: the first frame shows the input."""
@@ -203,10 +204,10 @@ class DeadBlend(Node):
 
 
 def _seconds(name, value):
-    value = float(value)
+    value = number(value, name, 0.0)
     if not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value}")
-    return value
+    return cut_seconds(value)
 
 
 class DeadBlender:
@@ -235,6 +236,7 @@ class DeadBlender:
 
     def transition(self, pose):
         """Start a cross-fade from ``pose`` (what is shown now, with its velocities)."""
+        pose = pose_arg(pose, "pose")
         if not np.all(pose.scl > 0):
             raise ValueError("scales must be positive to blend in log space")
         # float64 copies, one kernel tuple per batch item, like the node's state.
@@ -245,9 +247,8 @@ class DeadBlender:
 
     def update(self, input, dt):
         """Advance ``dt`` s and return the blend from the extrapolated pose into ``input``."""
-        if not math.isfinite(dt):
-            raise ValueError(f"dt must be finite, got {dt}")
-        self.elapsed += float(dt)
+        input = pose_arg(input, "input")
+        self.elapsed += number(dt, "dt", 0.0, DT_MAX)
         if self.active and self.elapsed >= self.duration:
             self.active = False
         out = Pose.identity(input.joints, input.batch)

@@ -11,7 +11,7 @@ from numba import njit
 
 from animgraph.maths import kmul, load_kform, store_kform
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, parents_arg, pose_arg
 
 
 @njit(cache=True)
@@ -42,7 +42,8 @@ class FK(Node):
 
 def fk(local, parents):
     """Global pose (model space, m, m/s, rad/s) from a local pose of any batch shape."""
-    parents = np.asarray(parents, dtype=np.int64)
+    local = pose_arg(local, "local")
+    parents, _ = parents_arg(parents, local.joints)
     out = Pose.identity(local.joints, local.batch)
     for src, dst in zip(local.items(), out.items()):
         fk_kernel(src, parents, dst)

@@ -25,18 +25,20 @@ character: previous contact, lock flag, locked point, offset and its velocity.
 """
 
 import copy as _copy
-from typing import List, Literal, Union
+from typing import List, Literal
 
 import numpy as np
 from numba import njit
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from animgraph.decay import decay3, spring_weights
 from animgraph.errors import GraphError
 from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vscale, vsub
+from animgraph.limits import AXIS_MAX, DISTANCE_MAX, DT_MAX, Axis, JointName, seconds_field
 from animgraph.node import Node, Port, register, slot
+from animgraph.pose import number, numbers
 
-from .two_bone_ik import Axis, apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
+from .two_bone_ik import apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
 from .two_bone_ik import set_global_rotation, skeleton_parents
 
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
@@ -198,14 +200,20 @@ class FootLockNode(Node):
     """Pins the toe where a contact starts (inertialized in and out) and solves the leg with two-bone IK."""
 
     type: Literal["foot_lock"] = "foot_lock"
-    joints: List[Union[str, int]] = Field(list(LEFT_LEG), description="hip, knee, foot and toe of one leg")
-    unlock_radius: float = Field(0.2, gt=0.0, description="release when the animated toe is this far from the lock (m)")
-    halflife: float = Field(0.1, gt=0.0, description="half-life of the blend in and out of the lock (s)")
-    foot_height: float = Field(0.02, allow_inf_nan=False, description="height of the toe joint above the ground (m)")
+    joints: List[JointName] = Field(list(LEFT_LEG), description="hip, knee, foot and toe of one leg")
+    unlock_radius: float = Field(
+        0.2, gt=0.0, le=DISTANCE_MAX, allow_inf_nan=False,
+        description=f"release when the animated toe is this far from the lock (m, (0, {DISTANCE_MAX:g}])",
+    )
+    halflife: float = seconds_field(0.1, "half-life of the blend in and out of the lock")
+    foot_height: float = Field(
+        0.02, ge=-DISTANCE_MAX, le=DISTANCE_MAX, allow_inf_nan=False,
+        description=f"height of the toe joint above the ground (m, [-{DISTANCE_MAX:g}, {DISTANCE_MAX:g}])",
+    )
     hinge: Axis = Field(
         (1.0, 0.0, 0.0),
         description="knee hinge axis in the knee's frame: the bend plane of a straight leg "
-        "(CMU knees: [0.94, 0.342, 0] left, [0.94, -0.342, 0] right)",
+        f"(CMU knees: [0.94, 0.342, 0] left, [0.94, -0.342, 0] right; components within ±{AXIS_MAX:g}, not all 0)",
     )
 
     INPUTS = (
@@ -251,14 +259,20 @@ class FootLock:
     """
 
     def __init__(self, unlock_radius=0.2, halflife=0.1, foot_height=0.02, joints=LEFT_LEG, hinge=(1.0, 0.0, 0.0)):
-        self.model = FootLockNode(
-            id="foot_lock",
-            joints=list(joints),
-            unlock_radius=unlock_radius,
-            halflife=halflife,
-            foot_height=foot_height,
-            hinge=hinge,
-        )
+        try:
+            self.model = FootLockNode(
+                id="foot_lock",
+                joints=joints,
+                unlock_radius=unlock_radius,
+                halflife=halflife,
+                foot_height=foot_height,
+                hinge=hinge,
+            )
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"FootLock {where + ': ' if where else ''}{first['msg'].removeprefix('Value error, ')}") \
+                from None
         self.reset()
 
     def reset(self):
@@ -273,7 +287,8 @@ class FootLock:
 
     def update(self, local, skeleton, contact, dt):
         """Local pose with the foot locked, ``dt`` seconds after the previous update."""
-        parents, skel = skeleton_parents(skeleton)
+        parents, skel = skeleton_parents(skeleton, local)
+        dt = number(dt, "dt", 0.0, DT_MAX)
         idx = [joint_index(skel, parents, j) for j in self.model.joints]
         msg = check_leg(parents, *idx)
         if msg:
@@ -285,7 +300,10 @@ class FootLock:
             self.state = np.zeros((items, STATE_SIZE))
         if self.state.shape[0] != items:
             raise ValueError(f"FootLock ran on {self.state.shape[0]} characters, now {items}: reset() first")
-        flags = np.broadcast_to(np.asarray(contact, dtype=bool), local.batch).reshape(-1)
+        try:
+            flags = np.broadcast_to(numbers(contact, "contact") != 0, local.batch).reshape(-1)
+        except ValueError as e:
+            raise ValueError(f"contact must be a flag or one per batch item of {local.batch}: {e}") from None
         locked = np.zeros((items, 6))
         out = local.copy()
         for n, dst in enumerate(out.items()):

@@ -43,8 +43,9 @@ from animgraph.maths import (
     vmul,
     vsub,
 )
+from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, number, pose_arg
 
 HEADER = 3  # has a previous output, seconds since the transition, offset active
 KFORM = 19  # floats of one stored kineform
@@ -204,12 +205,8 @@ class Inertialize(Node):
 
     type: Literal["inertialize"] = "inertialize"
     mode: Literal["cubic", "spring"] = Field("cubic", description="cubic decay over duration, or spring by halflife")
-    duration: float = Field(
-        0.25, ge=0.0, le=60.0, allow_inf_nan=False, description="cubic decay time (s); 0 cuts"
-    )
-    halflife: float = Field(
-        0.1, ge=0.0, le=60.0, allow_inf_nan=False, description="spring decay half-life (s); 0 cuts"
-    )
+    duration: float = seconds_field(0.25, "cubic decay time; 0 cuts")
+    halflife: float = seconds_field(0.1, "spring decay half-life; 0 cuts")
 
     INPUTS = (
         Port("pose", "pose", "local", "input pose with velocities"),
@@ -225,7 +222,7 @@ class Inertialize(Node):
         return self.duration if self.mode == "cubic" else self.halflife
 
     def params(self, ctx):
-        return np.array([self.mode == "cubic", self.length()], dtype=np.float64)
+        return np.array([self.mode == "cubic", cut_seconds(self.length())], dtype=np.float64)
 
     def state(self, ctx, time=0.0):
         """No previous output and no offset: the first frame shows the input."""
@@ -236,10 +233,10 @@ class Inertialize(Node):
 
 
 def _length(name, value):
-    value = float(value)
+    value = number(value, name, 0.0)
     if not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value}")
-    return value
+    return cut_seconds(value)
 
 
 class Inertializer:
@@ -272,6 +269,7 @@ class Inertializer:
 
     def transition(self, src, dst):
         """Record the offset from pose ``dst`` (the new input) to ``src`` (what was shown), same time."""
+        src, dst = pose_arg(src, "src"), pose_arg(dst, "dst")
         if src.joints != dst.joints:
             raise ValueError(f"transition poses have {src.joints} and {dst.joints} joints")
         if src.batch != dst.batch:
@@ -287,9 +285,8 @@ class Inertializer:
 
     def update(self, input, dt):
         """Advance ``dt`` s and return ``input`` with the decayed offset applied (velocities exact)."""
-        if not math.isfinite(dt):
-            raise ValueError(f"dt must be finite, got {dt}")
-        self.elapsed += float(dt)
+        input = pose_arg(input, "input")
+        self.elapsed += number(dt, "dt", 0.0, DT_MAX)
         if self.active and not still_active(self.cubic, self.length, self.elapsed):
             self.active = False
         out = Pose.identity(input.joints, input.batch)

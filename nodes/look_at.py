@@ -14,15 +14,16 @@ Defined degenerate cases: a target at the joint, or a zero forward axis, leaves 
 pose as is; a target straight behind turns half way round (velocity zero there).
 """
 
-from typing import Literal, Tuple, Union
+from typing import Literal
 
 import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
 from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vcross, vlen, vnormalize, vnormalize_dx, vsub
+from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, number
 
 from .two_bone_ik import check_axis, copy_pose, joint_global, joint_index, per_item, set_global_rotation
 from .two_bone_ik import skeleton_parents, weighted_rotation
@@ -70,9 +71,11 @@ class LookAt(Node):
     """Turns one joint so its ``forward`` axis points at the target (model space)."""
 
     type: Literal["look_at"] = "look_at"
-    joint: Union[str, int] = Field(description="joint to turn, e.g. head")
-    forward: Tuple[float, float, float] = Field((0.0, 0.0, 1.0), description="forward axis in the joint's frame")
-    weight: float = Field(1.0, ge=0.0, le=1.0, description="0 leaves the pose, 1 looks straight at the target")
+    joint: JointName = Field(description=f"joint to turn, e.g. head (a name, or an index 0..{INDEX_MAX})")
+    forward: Axis = Field(
+        (0.0, 0.0, 1.0), description=f"forward axis in the joint's frame (components within ±{AXIS_MAX:g}, not all 0)"
+    )
+    weight: float = unit_field(1.0, "0 leaves the pose, 1 looks straight at the target")
 
     INPUTS = (
         Port("pose", "pose", "local", "parent-relative pose"),
@@ -99,12 +102,13 @@ def look_at(local, parents, joint, target_pos, target_vel=(0.0, 0.0, 0.0), forwa
     and velocity (m/s) in model space, shape (3,) or the pose's batch shape + (3,);
     ``weight`` in [0, 1] with rate ``weight_vel`` (1/s).  Angular velocities are exact.
     """
-    parents, skel = skeleton_parents(parents)
+    parents, skel = skeleton_parents(parents, local)
     j = joint_index(skel, parents, joint)
     fwd = check_axis(forward, "forward")
     out = Pose.identity(local.joints, local.batch)
-    tp = per_item(target_pos, local.batch, 3)
-    tv = per_item(target_vel, local.batch, 3)
+    tp = per_item(target_pos, local.batch, 3, "target_pos")
+    tv = per_item(target_vel, local.batch, 3, "target_vel")
+    weight, weight_vel = number(weight, "weight", 0.0, 1.0), number(weight_vel, "weight_vel")
     for n, (src, dst) in enumerate(zip(local.items(), out.items())):
-        look_at_kernel(src, parents, j, fwd, tuple(tp[n]), tuple(tv[n]), float(weight), float(weight_vel), dst)
+        look_at_kernel(src, parents, j, fwd, tuple(tp[n]), tuple(tv[n]), weight, weight_vel, dst)
     return out

@@ -60,8 +60,9 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.limits import RATE_MAX, TIME_MAX
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Clip, Pose
+from animgraph.pose import Clip, Pose, number, numbers
 
 ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
@@ -422,9 +423,12 @@ class Sample(Node):
     clip: str = Field(min_length=1, description="clip asset name")
     mode: Literal["linear", "cubic"] = "cubic"
     loop: bool = True
-    rate: float = Field(1.0, ge=-100.0, le=100.0, allow_inf_nan=False, description="playback rate")
+    rate: float = Field(
+        1.0, ge=-RATE_MAX, le=RATE_MAX, allow_inf_nan=False, description=f"playback rate [-{RATE_MAX:g}, {RATE_MAX:g}]"
+    )
     time: Optional[float] = Field(
-        None, allow_inf_nan=False, description="fixed sampling time (s); null runs the node's own clock"
+        None, ge=-TIME_MAX, le=TIME_MAX, allow_inf_nan=False,
+        description=f"fixed sampling time [-{TIME_MAX:g}, {TIME_MAX:g}] s; null runs the node's own clock",
     )
     root_motion: bool = Field(
         False,
@@ -461,11 +465,14 @@ class Sample(Node):
 
 def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):
     """Local pose of ``clip`` at ``time`` (s, scalar or array: a batch); velocities times ``rate``."""
-    if mode not in ("linear", "cubic"):
+    if not isinstance(clip, Clip):
+        raise ValueError(f"clip must be a Clip, got {type(clip).__name__}")
+    if not isinstance(mode, str) or mode not in ("linear", "cubic"):
         raise ValueError(f"sample mode must be 'linear' or 'cubic', got {mode!r}")
-    times = np.asarray(time, dtype=np.float64)
-    if not np.all(np.isfinite(times)) or not math.isfinite(rate):
-        raise ValueError("sample time and rate must be finite")
+    times = numbers(time, "time")
+    if not np.all(np.abs(times) <= TIME_MAX):
+        raise ValueError(f"sample time must be within ±{TIME_MAX:g} s")
+    rate = number(rate, "rate", -RATE_MAX, RATE_MAX)
     out = Pose.identity(len(clip.skeleton), times.shape)
     cubic, loop = mode == "cubic", bool(loop)
     if times.size * TABLE_SAMPLES_PER_FRAME >= clip.frames:

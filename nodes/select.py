@@ -16,15 +16,20 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from animgraph.node import SIGNAL_SIZE, Node, Port, register
-from animgraph.pose import Pose
+from animgraph.pose import Pose, pose_arg
+
+MAX_COUNT = 64  # inputs at most
 
 
 @njit(cache=True)
 def clamp_index(x, count):
-    """``round(x)`` clamped to ``[0, count-1]``; NaN gives 0."""
-    if not math.isfinite(x):
-        return 0 if not x > 0 else count - 1
-    return min(max(int(math.floor(x + 0.5)), 0), count - 1)
+    """``round(x)`` clamped to ``[0, count-1]``; NaN gives 0.
+
+    Clamped before the conversion to int: a huge float would wrap to a negative index.
+    """
+    if not x > 0.0:  # also NaN
+        return 0
+    return int(math.floor(min(x, count - 1.0) + 0.5))
 
 
 @njit(cache=True)
@@ -53,8 +58,10 @@ class Select(Node):
     """Pass one of ``count`` poses (or signals) through, chosen by ``index``; ``changed`` fires on a switch."""
 
     type: Literal["select"] = "select"
-    count: int = Field(2, ge=1, le=64, description="number of inputs in0..in{count-1}")
-    index: int = Field(0, ge=0, description="input chosen while the index port is unlinked")
+    count: int = Field(2, ge=1, le=MAX_COUNT, description=f"number of inputs in0..in{{count-1}} [1, {MAX_COUNT}]")
+    index: int = Field(
+        0, ge=0, le=MAX_COUNT - 1, description="input chosen while the index port is unlinked [0, count-1]"
+    )
     signal: Literal["pose", "motion", "scalar", "vec3", "quat", "int", "bool"] = Field(
         "pose", description="what is selected: poses, or signals of this kind (output port 'value')"
     )
@@ -91,7 +98,9 @@ class Select(Node):
 
 def select(poses, index):
     """The pose ``poses[index]`` (index clamped to range; an int array picks per batch item)."""
-    poses = list(poses)
+    if not isinstance(poses, (list, tuple)):
+        raise ValueError(f"poses must be a list of Poses, got {type(poses).__name__}")
+    poses = [pose_arg(p, f"poses[{i}]") for i, p in enumerate(poses)]
     if not poses:
         raise ValueError("select needs at least one pose")
     idx = np.asarray(index)

@@ -34,7 +34,7 @@ from typing import Literal, Optional
 
 import numpy as np
 from numba import njit
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from animgraph.decay import decay3, halflife_rate, two_rate_weights
 from animgraph.maths import (
@@ -53,6 +53,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.limits import SIGNAL_MAX, seconds_field, unit_field
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
 from animgraph.nodes.inertialize import OFFSET, get3, joint_offset, put3, state_pose
 from animgraph.pose import Pose
@@ -84,10 +85,16 @@ def spring_step(e, u, dv, spring):
     w = two_rate_weights(rate_x, rate_v, dt)
     if follow >= 1.0 or dt == 0.0 or rate_x == math.inf or rate_v == math.inf:
         return decay3(w, e, u)
-    # Constant forcing -(1-γ) a moves the rest point to -(1-γ) a / (rate_x rate_v).
-    rest = vscale(dv, -(1.0 - follow) / (dt * rate_x * rate_v))
-    e, u = decay3(w, vsub(e, rest), u)
-    return vadd(e, rest), u
+    # Constant forcing g / dt, g = -(1-γ) dv (the velocity change not followed), moves the rest
+    # point to g / (dt a b): the offset gains g (1 - w_xx) / (dt a b) and its rate g w_xv / dt.
+    # For a step short against both rates these factors tend to dt/2 and 1 (no 0/0 as dt -> 0).
+    g = vscale(dv, -(1.0 - follow))
+    if dt * max(rate_x, rate_v) < 1e-6:
+        ge, gu = 0.5 * dt, 1.0
+    else:
+        ge, gu = (1.0 - w[0]) / (dt * rate_x * rate_v), w[1] / dt
+    e, u = decay3(w, e, u)
+    return vadd(e, vscale(g, ge)), vadd(u, vscale(g, gu))
 
 
 @njit(cache=True)
@@ -260,26 +267,24 @@ class TrackingSpringNode(Node):
 
     type: Literal["tracking_spring"] = "tracking_spring"
     signal: Literal["scalar", "vec3", "quat", "pose"] = Field("pose", description="what is tracked")
-    position_halflife: float = Field(
-        0.3, ge=0.0, le=60.0, allow_inf_nan=False, description="half-life of the position offset after a jump (s)"
-    )
-    velocity_halflife: float = Field(
-        0.05, ge=0.0, le=60.0, allow_inf_nan=False, description="half-life of the velocity offset after a jump (s)"
-    )
-    acceleration: float = Field(
-        1.0, ge=0.0, le=1.0, allow_inf_nan=False, description="proportion of the target's acceleration followed"
-    )
+    position_halflife: float = seconds_field(0.3, "half-life of the position offset after a jump")
+    velocity_halflife: float = seconds_field(0.05, "half-life of the velocity offset after a jump")
+    acceleration: float = unit_field(1.0, "proportion of the target's acceleration followed")
     jump_speed: Optional[float] = Field(
         2.0,
         gt=0.0,
+        le=SIGNAL_MAX,
         allow_inf_nan=False,
-        description="a value stepping off its velocities by more (units/s) jumps; null: only the jump event",
+        description=f"a value stepping off its velocities by more (units/s, (0, {SIGNAL_MAX:g}]) jumps; "
+        "null: only the jump event",
     )
     jump_turn: Optional[float] = Field(
         50.0,
         gt=0.0,
+        le=SIGNAL_MAX,
         allow_inf_nan=False,
-        description="a rotation stepping off its angular velocities by more (rad/s) jumps; null: only the event",
+        description=f"a rotation stepping off its angular velocities by more (rad/s, (0, {SIGNAL_MAX:g}]) jumps; "
+        "null: only the event",
     )
 
     INPUTS = (
@@ -334,7 +339,12 @@ class TrackingSpring:
     """
 
     def __init__(self, signal="pose", **fields):
-        self.node = TrackingSpringNode(id="op", signal=signal, **fields)
+        try:
+            self.node = TrackingSpringNode(id="op", signal=signal, **fields)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first["loc"])
+            raise ValueError(f"TrackingSpring {where + ': ' if where else ''}{first['msg']}") from None
         self.par = self.node.params(None)
         self.size = 0 if signal == "pose" else SIGNAL_SIZE[signal]
         self.reset()

@@ -22,7 +22,7 @@ swing; zero-length bones leave the pose as is.
 """
 
 import math
-from typing import Literal, Tuple, Union
+from typing import Literal
 
 import numpy as np
 from numba import njit
@@ -56,8 +56,9 @@ from animgraph.maths import (
     vsub,
 )
 from animgraph.errors import GraphError
+from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose
+from animgraph.pose import Pose, number, numbers, parents_arg, pose_arg
 
 REACH_SOFT = 0.99  # fraction of full reach reached exactly
 REACH_MAX = 0.999  # fraction of full reach never exceeded
@@ -275,15 +276,18 @@ def check_chain(parents, root, mid, end):
     return ""
 
 
-JointName = Union[str, int]
-Axis = Tuple[float, float, float]
 
 
 def check_axis(axis, what="axis"):
     """``axis`` as a unit float tuple; ValueError if it is not a finite non-zero 3-vector."""
-    a = np.asarray(axis, dtype=np.float64)
+    try:
+        a = np.asarray(axis, dtype=np.float64)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
     if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-6:
         raise ValueError(f"{what} must be a finite non-zero 3-vector, got {axis!r}")
+    if np.max(np.abs(a)) > 1e100:
+        a = a / np.max(np.abs(a))  # no overflow in the norm of huge components
     return tuple(float(x) for x in a / np.linalg.norm(a))
 
 
@@ -292,15 +296,15 @@ class TwoBoneIK(Node):
     """Analytic two-joint IK: rotates ``root`` and ``mid`` so ``end`` reaches the target (model space)."""
 
     type: Literal["two_bone_ik"] = "two_bone_ik"
-    root: JointName = Field(description="upper joint, e.g. left_hip")
+    root: JointName = Field(description=f"upper joint, e.g. left_hip (a name, or an index 0..{INDEX_MAX})")
     mid: JointName = Field(description="middle joint, e.g. left_knee (bends in its current plane)")
     end: JointName = Field(description="end joint, e.g. left_foot")
     hinge: Axis = Field(
         (1.0, 0.0, 0.0),
         description="mid joint's hinge axis in its own frame: the bend plane of a straight chain "
-        "(CMU knees: [0.94, 0.342, 0] left, [0.94, -0.342, 0] right)",
+        f"(CMU knees: [0.94, 0.342, 0] left, [0.94, -0.342, 0] right; components within ±{AXIS_MAX:g}, not all 0)",
     )
-    weight: float = Field(1.0, ge=0.0, le=1.0, description="0 leaves the pose, 1 reaches the target")
+    weight: float = unit_field(1.0, "0 leaves the pose, 1 reaches the target")
 
     INPUTS = (
         Port("pose", "pose", "local", "parent-relative pose"),
@@ -325,11 +329,13 @@ class TwoBoneIK(Node):
 # ---------------------------------------------------------------- op
 
 
-def skeleton_parents(skel_or_parents):
-    """(parents int64, skeleton or None) from a Skeleton or a parents array."""
+def skeleton_parents(skel_or_parents, local=None):
+    """(parents int64, skeleton or None) from a Skeleton or a parents array (checked against pose ``local``)."""
+    if local is not None:
+        return parents_arg(skel_or_parents, pose_arg(local, "local").joints)
     if hasattr(skel_or_parents, "parents") and hasattr(skel_or_parents, "index"):
         return np.asarray(skel_or_parents.parents, dtype=np.int64), skel_or_parents
-    return np.asarray(skel_or_parents, dtype=np.int64), None
+    return numbers(skel_or_parents, "parents").astype(np.int64), None
 
 
 def joint_index(skel, parents, joint):
@@ -341,10 +347,13 @@ def joint_index(skel, parents, joint):
     raise ValueError(f"joint {joint!r}: pass a Skeleton to use names, or an index below {len(parents)}")
 
 
-def per_item(values, batch, size):
-    """``values`` broadcast to the batch shape and flattened to ``(items, size)`` float64 rows."""
-    v = np.asarray(values, dtype=np.float64)
-    return np.broadcast_to(v, tuple(batch) + (size,)).reshape(-1, size)
+def per_item(values, batch, size, name="target"):
+    """``values`` broadcast to the batch shape and flattened to ``(items, size)`` float64 rows (ValueError naming ``name``)."""
+    v = numbers(values, name)
+    try:
+        return np.broadcast_to(v, tuple(batch) + (size,)).reshape(-1, size)
+    except ValueError:
+        raise ValueError(f"{name} of shape {v.shape} does not match {tuple(batch) + (size,)}") from None
 
 
 def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), weight=1.0, weight_vel=0.0,
@@ -356,19 +365,18 @@ def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), 
     ``weight`` in [0, 1] with rate ``weight_vel`` (1/s); ``hinge`` the mid joint's hinge
     axis in its own frame (the bend plane of a straight chain).  Velocities are exact.
     """
-    parents, skel = skeleton_parents(parents)
-    if len(joints) != 3:
-        raise ValueError(f"two_bone_ik needs (root, mid, end) joints, got {joints!r}")
+    parents, skel = skeleton_parents(parents, local)
+    if not isinstance(joints, (list, tuple)) or len(joints) != 3:
+        raise ValueError(f"two_bone_ik needs joints (root, mid, end), got {joints!r}")
     ja, jb, jc = (joint_index(skel, parents, j) for j in joints)
     msg = check_chain(parents, ja, jb, jc)
     if msg:
         raise ValueError(msg)
     hinge = check_axis(hinge, "hinge")
     out = Pose.identity(local.joints, local.batch)
-    tp = per_item(target_pos, local.batch, 3)
-    tv = per_item(target_vel, local.batch, 3)
+    tp = per_item(target_pos, local.batch, 3, "target_pos")
+    tv = per_item(target_vel, local.batch, 3, "target_vel")
+    weight, weight_vel = number(weight, "weight", 0.0, 1.0), number(weight_vel, "weight_vel")
     for n, (src, dst) in enumerate(zip(local.items(), out.items())):
-        two_bone_ik_kernel(
-            src, parents, ja, jb, jc, hinge, tuple(tp[n]), tuple(tv[n]), float(weight), float(weight_vel), dst
-        )
+        two_bone_ik_kernel(src, parents, ja, jb, jc, hinge, tuple(tp[n]), tuple(tv[n]), weight, weight_vel, dst)
     return out

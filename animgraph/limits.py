@@ -1,0 +1,56 @@
+"""Accepted ranges of every number that enters the runtime: node fields, graph inputs, ``step``.
+
+Each range is chosen so that whatever passes validation keeps the kernels finite in float32
+(max ~3.4e38) and float64; every node field is declared with one of the types below, so
+the JSON Schema (``animgraph schema``) states its bounds.
+
+- times: ``|t| <= TIME_MAX`` s (sampling times, reset times);
+- playback rates: ``|rate| <= RATE_MAX``;
+- durations and half-lives: ``0 <= s <= SECONDS_MAX`` s; below ``MIN_SECONDS`` they act as 0
+  (an instant cut; ``animgraph.decay`` does the same for callers of the kernels);
+- distances: ``|d| <= DISTANCE_MAX`` m;
+- axes: components ``|c| <= AXIS_MAX`` (normalized by the node);
+- signal values and rates (graph inputs, constants, their min/max): ``|v| <= SIGNAL_MAX``;
+- joint indices and frame numbers: ``0 <= i <= INDEX_MAX``;
+- a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame).
+"""
+
+from typing import Annotated, Tuple, Union
+
+from pydantic import Field, StrictStr
+
+TIME_MAX = 1e6
+RATE_MAX = 100.0
+SECONDS_MAX = 60.0
+MIN_SECONDS = 1e-6
+DISTANCE_MAX = 1e4
+AXIS_MAX = 1e6
+SIGNAL_MAX = 1e9
+INDEX_MAX = 1_000_000
+DT_MAX = 1e3
+
+
+def seconds_field(default, description, **kw):
+    """A duration or half-life field: 0..SECONDS_MAX s, finite; shorter than MIN_SECONDS acts as 0."""
+    return Field(default, ge=0.0, le=SECONDS_MAX, allow_inf_nan=False,
+                 description=f"{description} (s, [0, {SECONDS_MAX:g}]; below {MIN_SECONDS:g} acts as 0)", **kw)
+
+
+def unit_field(default, description):
+    """A weight or proportion field in [0, 1]."""
+    return Field(default, ge=0.0, le=1.0, allow_inf_nan=False, description=f"{description} [0, 1]")
+
+
+def cut_seconds(value):
+    """``value`` seconds, or 0.0 when it is below MIN_SECONDS (an instant cut, never a division by ~0)."""
+    value = float(value)
+    return 0.0 if value < MIN_SECONDS else value
+
+
+Signal = Annotated[float, Field(ge=-SIGNAL_MAX, le=SIGNAL_MAX, allow_inf_nan=False)]
+SignalInt = Annotated[int, Field(ge=-int(SIGNAL_MAX), le=int(SIGNAL_MAX))]
+AxisComponent = Annotated[float, Field(ge=-AXIS_MAX, le=AXIS_MAX, allow_inf_nan=False)]
+Axis = Tuple[AxisComponent, AxisComponent, AxisComponent]
+JointIndex = Annotated[int, Field(ge=0, le=INDEX_MAX)]
+JointName = Union[StrictStr, JointIndex]
+SignalValue = Union[bool, SignalInt, Signal, Annotated[list[Signal], Field(min_length=1, max_length=4)], None]

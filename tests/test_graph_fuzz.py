@@ -1,0 +1,128 @@
+"""Fuzzing the graph loader: truncated, mutated and garbage bytes of the shipped graphs, odd
+whitespace and numerals, random JSON values in random fields.  ``Graph.load`` either raises
+GraphError or returns a graph that ``make_plan`` plans or refuses with GraphError: never
+another exception.  Planning compiles nothing; a few of the graphs that plan are run through
+the one shared compiled executor and must give finite output."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import animgraph as ag
+from animgraph.plan import make_plan
+
+GRAPHS = sorted((Path(__file__).resolve().parents[1] / "graphs").glob("*.json"))
+TEXTS = [p.read_bytes() for p in GRAPHS]
+FUZZ = settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+RUN_AT_MOST = 6  # graphs that plan and are then stepped (one compiled executor, batch 1)
+_ran = []
+
+NUMERALS = ["1e309", "-1e309", "-0", "-0.0", "1E5", "1e-400", "NaN", "Infinity", "-Infinity", "1" + "0" * 400,
+            "9" * 25, "0x10", "01", "1.", ".5", "+1", "1e", "-", "2e9", "1e300", "-1e17", "64", "65", "-1", "0"]
+SPACES = [" ", "\t", "\n", "\r\n", "\u00a0", "\u2028", "\x0b", "\x0c", "\ufeff", ""]
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0, 1, -1, 0.5, 1e9, -1e9, 1e300, 64, 1e-300]) | st.text(max_size=12)
+    | st.sampled_from(["walk", "head", "pose", "scalar", "vec3", "int", "bool", "cubic", "spring", "a.b", "out.pose"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def check(data, folder, name="fuzz.json"):
+    """Load ``data`` (bytes) as a graph file and plan it; only GraphError may come out."""
+    path = folder / name
+    path.write_bytes(data)
+    try:
+        graph = ag.Graph.load(path)
+    except ag.GraphError as e:
+        assert "\n" not in str(e), str(e)
+        return
+    try:
+        plan = make_plan(graph, warn=False)
+    except ag.GraphError as e:
+        assert "\n" not in str(e), str(e)
+        return
+    if len(_ran) < RUN_AT_MOST and plan.outputs:
+        _ran.append(graph)
+        inst = ag.compile(graph).instance()
+        for dt in (1 / 60, 0.0, 1 / 60):
+            for key, value in inst.step(dt).items():
+                for a in (value.as_tuple() if hasattr(value, "as_tuple") else (value,)):
+                    assert np.all(np.isfinite(a)), f"output {key!r} of a fuzzed graph is not finite"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    for p in GRAPHS:  # relative assets resolve as next to the shipped graphs
+        (tmp_path_factory.getbasetemp() / p.name).write_bytes(p.read_bytes())
+    return tmp_path_factory.getbasetemp()
+
+
+def test_shipped_graphs_load_and_plan(folder):
+    for p, text in zip(GRAPHS, TEXTS):
+        graph = ag.Graph.load(folder / p.name)
+        make_plan(graph, warn=False)
+
+
+@FUZZ
+@given(which=st.integers(0, len(TEXTS) - 1), cut=st.floats(0, 1), flips=st.lists(
+    st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=4), garbage=st.binary(max_size=64))
+def test_truncated_mutated_and_garbage_bytes(folder, which, cut, flips, garbage):
+    data = bytearray(TEXTS[which])
+    for at, byte in flips:
+        data[int(at * len(data))] = byte
+    data = bytes(data[: int(cut * len(data)) or len(data)])
+    check(data + garbage if cut < 0.1 else data, folder)
+    check(garbage, folder)
+
+
+@FUZZ
+@given(which=st.integers(0, len(TEXTS) - 1), numeral=st.sampled_from(NUMERALS), nth=st.integers(0, 200),
+       space=st.sampled_from(SPACES), every=st.booleans())
+def test_odd_numerals_and_whitespace(folder, which, numeral, nth, space, every):
+    text = TEXTS[which].decode("utf-8")
+    numbers = list(re.finditer(r"(?<![\w.\"])-?\d+(\.\d+)?([eE][-+]?\d+)?", text))
+    if numbers:
+        m = numbers[nth % len(numbers)]
+        text = text[: m.start()] + numeral + text[m.end():]
+    text = re.sub(r"\s+" if every else r"\n", space, text)
+    check(text.encode("utf-8"), folder)
+
+
+def paths(value, path=()):
+    """Every (path) to a value inside JSON data."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from paths(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from paths(v, path + (i,))
+
+
+@FUZZ
+@given(which=st.integers(0, len(TEXTS) - 1), pick=st.integers(0, 10_000), value=JSON,
+       key=st.none() | st.text(max_size=8) | st.sampled_from(["type", "signal", "clip", "index", "count", "rate"]))
+def test_random_values_in_random_fields(folder, which, pick, value, key):
+    data = json.loads(TEXTS[which])
+    where = list(paths(data))[1:]
+    path = where[pick % len(where)]
+    parent = data
+    for p in path[:-1]:
+        parent = parent[p]
+    if key is not None and isinstance(parent, dict):
+        parent[key] = value  # a new or replaced key beside the chosen one
+    else:
+        parent[path[-1]] = value
+    check(json.dumps(data).encode("utf-8"), folder)
+
+
+def test_some_fuzzed_graphs_planned_and_ran_finite():
+    # Runs after the fuzz tests above (file order): they must have stepped a few graphs that planned.
+    assert _ran, "no fuzzed graph planned: the fuzzing is too destructive to test the executor"
