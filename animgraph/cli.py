@@ -174,12 +174,14 @@ def _args_run(p):
         help="set an input node for every character: a number, true/false or x,y,z (repeatable)",
     )
     p.add_argument("--out", help="write x.bvh (first character's pose) or x.npz (every output)")
+    p.add_argument("--pose-output", metavar="NAME",
+                   help="the pose output node a .bvh holds (default: the graph's first pose output)")
 
 
 def _cmd_run(args):
     from .runner import run
 
-    s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out)
+    s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output)
     line = f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s"
     if s["frames"] > 1:
         per_frame = s["seconds"] / (s["frames"] - 1)

@@ -3,9 +3,9 @@
 This is what ``animgraph run`` and ``animgraph validate`` do, as functions:
 
 - ``validate(path)`` loads, checks and plans a graph (no compiling) and returns the plan;
-- ``run(path, frames, batch, dt, inputs, out)`` evaluates it and writes ``out``:
-  ``.bvh`` the first character's local pose sequence of the first pose output (on the
-  graph's skeleton), ``.npz`` every output of every character and frame.
+- ``run(path, frames, batch, dt, inputs, out, pose_output)`` evaluates it and writes ``out``:
+  ``.bvh`` the first character's local pose sequence of one pose output (``pose_output``,
+  default the first; on the graph's skeleton), ``.npz`` every output of every character and frame.
 
 Every user-input problem is an ``AnimgraphError`` (one line naming file, node and port);
 nothing is written unless the whole run succeeded.
@@ -81,19 +81,20 @@ def check_out(out):
 
 
 class Recorder:
-    """Copies of every output per frame (first character only when ``first_only``)."""
+    """Copies of the given outputs per frame (first character only when ``first_only``); others are ignored."""
 
     def __init__(self, outputs, frames, first_only):
         self.arrays = {}
         self.first_only = first_only
+        self.ids = tuple(outputs)
         for nid, value in outputs.items():
             for key, a in _arrays(nid, value):
                 shape = a.shape[1:] if first_only and a.ndim > _tail(key) else a.shape
                 self.arrays[key] = np.empty((frames,) + shape, a.dtype)
 
     def record(self, frame, outputs):
-        for nid, value in outputs.items():
-            for key, a in _arrays(nid, value):
+        for nid in self.ids:
+            for key, a in _arrays(nid, outputs[nid]):
                 self.arrays[key][frame] = a[0] if self.first_only and a.ndim > _tail(key) else a
 
 
@@ -127,10 +128,23 @@ def _progress(frames, enabled):
     )
 
 
-def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True):
+def pick_pose_output(plan, name=None):
+    """The id of pose output ``name`` (default: the first pose output, None if there is none), or an AnimgraphError."""
+    poses = [nid for nid, (kind, _, _) in plan.outputs.items() if kind == "pose"]
+    if name is None:
+        return poses[0] if poses else None
+    if name not in poses:
+        kind = plan.outputs[name][0] if name in plan.outputs else None
+        why = f"is a {kind} output, not a pose" if kind else "no such output"
+        raise GraphError(f"--pose-output {name!r}: {why} (pose outputs: {', '.join(poses) or 'none'})", file=plan.file)
+    return name
+
+
+def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None):
     """Evaluate graph file ``path`` for ``frames`` frames of ``dt`` s on ``batch`` characters; write ``out``.
 
-    ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0).
+    ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0);
+    ``pose_output`` names the output a ``.bvh`` holds (default: the first pose output).
     Returns a summary dict (frames, batch, dt, seconds, outputs, written file).
     """
     from .runtime import compile as compile_graph
@@ -150,8 +164,8 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
     for w in caught:
         print(f"animgraph: warning: {w.message}", file=sys.stderr)
     file = plan.file
-    poses = [nid for nid, (kind, _, _) in plan.outputs.items() if kind == "pose"]
-    if out is not None and out.suffix.lower() == ".bvh" and not poses:
+    pose = pick_pose_output(plan, pose_output)
+    if out is not None and out.suffix.lower() == ".bvh" and pose is None:
         raise GraphError("a .bvh output needs a pose output node", file=file)
     inst = plan.instance()
     inst.set_inputs(values)  # unknown names and bad values fail here, before any frame
@@ -159,7 +173,7 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
     recorder = None
     if out is not None:
         first_only = out.suffix.lower() == ".bvh"
-        recorder = Recorder({poses[0]: inst.outputs[poses[0]]} if first_only else inst.outputs, frames, first_only)
+        recorder = Recorder({pose: inst.outputs[pose]} if first_only else inst.outputs, frames, first_only)
     first, start = float("nan"), time.perf_counter()
     with _progress(frames, progress) as bar:
         for f in range(frames):
@@ -178,7 +192,7 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
             key, f = bad
             raise GraphError(f"output {key} is not finite at frame {f}: nothing written", file=file)
         if out.suffix.lower() == ".bvh":
-            _write_bvh(out, plan, recorder.arrays, poses[0], dt)
+            _write_bvh(out, plan, recorder.arrays, pose, dt)
         else:
             _write_npz(out, plan, recorder.arrays, dt)
     return {

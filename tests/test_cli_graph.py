@@ -57,6 +57,41 @@ def test_run_writes_bvh_of_the_first_character(capsys, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blend.bvh"]
 
 
+@pytest.mark.parametrize("name", graphs.names())
+def test_run_writes_a_loadable_bvh_for_every_shipped_graph(capsys, tmp_path, name):
+    """Graphs with several outputs (locomotion: a pose and two vec3) export their first pose output."""
+    out = tmp_path / f"{name}.bvh"
+    status, _, err = run_cli(capsys, "run", graphs.path(name), "--frames", 4, "--out", out)
+    assert status == 0, err
+    skel, clip = ag.load_bvh(out)
+    assert clip.frames == 4 and len(skel) == 31
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_run_bvh_of_the_chosen_pose_output(capsys, tmp_path):
+    """--pose-output picks one of several pose outputs; an unknown or non-pose name lists the pose outputs."""
+    path = _graph_file(tmp_path, _blend_with(lambda d: (d["nodes"].append({"id": "jog_out", "type": "output"}),
+                                                         d["links"].append(["jog.pose", "jog_out.pose"]))))
+    out = tmp_path / "jog.bvh"
+    status, _, err = run_cli(capsys, "run", path, "--frames", 5, "--out", out, "--pose-output", "jog_out")
+    assert status == 0, err
+    _, clip = ag.load_bvh(out)
+    inst = ag.compile(path).instance()
+    for _ in range(5):
+        pose = inst.step(1 / 60)["jog_out"]
+    assert np.allclose(clip.pos[-1, 0], pose.pos[0], atol=1e-5)
+    for name, words in (("nope", ["'nope'", "no such output", "pose outputs: out, jog_out"]),
+                        ("alpha", ["'alpha'", "no such output"])):
+        status, text, err = run_cli(capsys, "run", path, "--frames", 5, "--out", tmp_path / "x.bvh",
+                                    "--pose-output", name)
+        assert_one_line_error(status, text, err, [str(path)] + words)
+    loco = graphs.path("locomotion")
+    status, text, err = run_cli(capsys, "run", loco, "--frames", 2, "--out", tmp_path / "x.bvh",
+                                "--pose-output", "left_locked")
+    assert_one_line_error(status, text, err, [str(loco), "'left_locked'", "vec3", "not a pose", "pose outputs: out"])
+    assert not (tmp_path / "x.bvh").exists()
+
+
 def test_run_writes_npz_of_every_output(capsys, tmp_path):
     out = tmp_path / "loco.npz"
     status, _, err = run_cli(capsys, "run", graphs.path("locomotion"), "--frames", 12, "--batch", 3, "--dt", 0.02,
