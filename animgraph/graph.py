@@ -107,8 +107,12 @@ class Graph(BaseModel):
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise GraphError(f"cannot read graph file: {e.strerror or e}", file=path) from None
+        except UnicodeDecodeError as e:
+            raise GraphError(f"not UTF-8 text (byte {e.start}): a graph file is UTF-8 JSON", file=path) from None
         try:
             data = json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise GraphError("JSON nested too deeply to be a graph file", file=path) from None
         except json.JSONDecodeError as e:
             raise GraphError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}", file=path) from None
         except ValueError as e:
