@@ -4,16 +4,25 @@ Each command is one ``_cmd_<name>(args)`` handler plus one ``_args_<name>(parser
 that declares its arguments, listed once in ``COMMANDS``; to add a command write
 those two functions and append a row.  Handlers return an exit status (0 on success).
 
-User-input errors (a bad or missing file, a bad graph) are ``AnimgraphError`` or
-``OSError``: ``main`` prints them as one line ``animgraph: <file>:<line>: <problem>``
-on stderr and returns 2, never a traceback.  argparse's own usage errors also exit 2.
+``main`` is the last line of defence and always prints one stderr line, never a traceback:
+
+- user-input errors (a bad or missing file, a bad graph, a run too big for memory) are
+  ``AnimgraphError``, ``OSError`` or ``MemoryError``: ``animgraph: <file>:<line>: <problem>``, status 2;
+  argparse's usage errors are one line too, status 2;
+- anything else is a bug: ``animgraph: internal error: <type>: <message>``, status 1;
+- Ctrl-C and SIGTERM stop the command (files being written are removed): status 130 and 143.
+
+``ANIMGRAPH_DEBUG=1`` prints the traceback before the line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import traceback
 from pathlib import Path
 
 from . import __version__
@@ -116,13 +125,28 @@ def _cmd_info(args):
 # ---------------------------------------------------------------- verify
 
 
+def _whole(minimum):
+    """An argparse type: a whole number >= ``minimum``."""
+
+    def whole(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return whole
+
+
 def _args_verify(p):
     p.add_argument(
         "clips", nargs="*", metavar="CLIP", help="bundled clip names or BVH files (default: every bundled clip)"
     )
     p.add_argument("--node", action="append", metavar="TYPE", help="only this node type (repeatable)")
-    p.add_argument("--times", type=int, default=200, help="random test times per node and clip (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the test times and case choices (default 0)")
+    p.add_argument("--times", type=_whole(1), default=200, help="random test times per node and clip (default 200)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the test times and case choices (default 0)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
 
 
@@ -231,9 +255,16 @@ COMMANDS = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (status 2), like every other error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser():
     """The argparse parser with every command of ``COMMANDS``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Node-graph character animation where every pose carries its velocities."
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -254,17 +285,45 @@ def _one_line(err):
     return " ".join(text.split())
 
 
+class Terminated(BaseException):
+    """Raised by the SIGTERM handler so that ``finally`` blocks (temporary files) run as on Ctrl-C."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
-    """Run the command line; returns the exit status (2 for user-input errors)."""
+    """Run the command line; returns the exit status (2 for user-input errors, 1 for internal errors)."""
     args = build_parser().parse_args(argv)
+    try:
+        previous, installed = signal.signal(signal.SIGTERM, _terminate), True
+    except ValueError:  # not the main thread: leave signals alone
+        previous, installed = None, False
     try:
         return args.handler(args) or 0
     except (AnimgraphError, OSError) as err:
-        print(f"{PROG}: {_one_line(err)}", file=sys.stderr)
-        return 2
+        return _fail(2, _one_line(err))
+    except MemoryError as err:
+        return _fail(2, f"out of memory{': ' + _one_line(err) if str(err) else ''}; ask for fewer frames or characters")
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return _fail(130, "interrupted")
+    except Terminated:
+        return _fail(143, "terminated")
+    except Exception as err:
+        text = _one_line(err)
+        return _fail(1, f"internal error: {type(err).__name__}{': ' + text if text else ''} "
+                        "(ANIMGRAPH_DEBUG=1 shows the traceback)")
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _fail(status, line):
+    if os.environ.get("ANIMGRAPH_DEBUG", "") not in ("", "0"):
+        traceback.print_exc()
+    print(f"{PROG}: {line}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

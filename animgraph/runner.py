@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -25,6 +26,7 @@ import numpy as np
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
 from .fileio import atomic_write
+from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
 OUT_SUFFIXES = (".bvh", ".npz")
@@ -63,6 +65,63 @@ def parse_input(text):
     else:
         raise AnimgraphError(f"--input {text!r}: a value is a number, true/false or a list of numbers")
     return name, value
+
+
+def check_input_kinds(plan, values):
+    """Refuse an int input that is not whole, or a bool input that is not true/false/0/1 (no silent rounding)."""
+    for name, value in values.items():
+        kind = plan.inputs.get(name, (None, None))[1]
+        if kind == "int" and isinstance(value, float) and not value.is_integer():
+            raise GraphError(f"--input {name}={value:g}: an int input takes a whole number", name, "value", plan.file)
+        if kind == "bool" and isinstance(value, float) and value not in (0.0, 1.0):
+            raise GraphError(f"--input {name}={value:g}: a bool input takes true, false, 1 or 0", name, "value",
+                             plan.file)
+
+
+def available_memory():
+    """Bytes the system can still give this process (MemAvailable, else free pages), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_needed(plan, frames, out):
+    """Estimated bytes of a run: every character's pose slots, signals and state, plus the frames recorded for ``out``."""
+    pose_bytes = plan.joints * (5 * 3 + 4) * 4  # float32 pos scl vel ang svl (3) and rot (4) per joint
+    per_character = plan.n_slots * pose_bytes + (len(plan.sig_init) + plan.n_state) * 8
+    need = plan.batch * per_character
+    if out is not None and out.suffix.lower() == ".bvh":
+        # one character's pose, then float64 channels and ~16-character numbers, a few copies of each, to write it
+        need += frames * (pose_bytes + plan.joints * 6 * 72)
+    elif out is not None:
+        per_frame = sum(pose_bytes if kind == "pose" else SIGNAL_SIZE[kind] * 8 for kind, _, _ in plan.outputs.values())
+        need += frames * plan.batch * per_frame
+    return need
+
+
+def _size(n):
+    for unit, scale in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n / 2 ** 10:.3g} KiB"
+
+
+def check_memory(plan, frames, out):
+    """An AnimgraphError saying how much memory the run would need when that is more than is available."""
+    need, avail = memory_needed(plan, frames, out), available_memory()
+    if avail is not None and need > avail:
+        what = f"--batch {plan.batch}" + (f" with --frames {frames} recorded for {out}" if out is not None else "")
+        raise AnimgraphError(
+            f"{plan.file}: {what} would need about {_size(need)} of memory; {_size(avail)} is available"
+        )
 
 
 def check_out(out):
@@ -164,6 +223,8 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
     for w in caught:
         print(f"animgraph: warning: {w.message}", file=sys.stderr)
     file = plan.file
+    check_input_kinds(plan, values)
+    check_memory(plan, frames, out)
     pose = pick_pose_output(plan, pose_output)
     if out is not None and out.suffix.lower() == ".bvh" and pose is None:
         raise GraphError("a .bvh output needs a pose output node", file=file)

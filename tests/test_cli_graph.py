@@ -147,6 +147,7 @@ BAD_GRAPHS = {
     "missing asset": (_blend_with(lambda d: d["assets"].update(walk="nowhere/walk.bvh")),
                       ["'walk'", "file not found"]),
     "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", "version 1"]),
+    "nested too deeply": ("[" * 100000 + "]" * 100000, ["nested too deeply"]),
 }
 
 
@@ -185,6 +186,22 @@ BAD_RUNS = {
     "bad dt": (["run", BLEND, "--frames", 3, "--dt", "nan", "--out", "{out}/x.bvh"], ["--dt"]),
     "demo out is a file": (["demo", "--out", "{out}/file.txt", "--frames", 40], ["file.txt", "not a directory"]),
     "demo frames": (["demo", "--out", "{out}/d", "--frames", 3], ["--frames"]),
+    "negative frames": (["run", BLEND, "--frames", -1], ["--frames", "got -1"]),
+    "zero batch": (["run", BLEND, "--frames", 3, "--batch", 0], ["--batch", "got 0"]),
+    "negative batch": (["run", BLEND, "--frames", 3, "--batch", -5], ["--batch", "got -5"]),
+    "batch too big for memory": (["run", BLEND, "--frames", 3, "--batch", 10 ** 11],
+                                 [BLEND, "--batch 100000000000", "would need about", "TiB", "available"]),
+    "frames too big for memory": (["run", BLEND, "--frames", 10 ** 10, "--out", "{out}/x.npz"],
+                                  [BLEND, "--frames 10000000000", "x.npz", "would need about", "available"]),
+    "zero dt": (["run", BLEND, "--frames", 3, "--dt", 0], ["--dt", "> 0"]),
+    "negative dt": (["run", BLEND, "--frames", 3, "--dt", -0.5], ["--dt", "> 0"]),
+    "overflowing dt": (["run", BLEND, "--frames", 3, "--dt", "1e309"], ["--dt", "finite", "inf"]),
+    "int input not whole": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1.5"],
+                            ["'gait'", "gait=1.5", "whole number"]),
+    "bool input not 0 or 1": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "left_contact=2"],
+                              ["'left_contact'", "true, false"]),
+    "infinite input": (["run", BLEND, "--frames", 3, "--input", "alpha=1e999"], ["'alpha'", "not finite"]),
+    "null input": (["run", BLEND, "--frames", 3, "--input", "alpha=null"], ["alpha=null", "number"]),
 }
 
 
@@ -200,6 +217,62 @@ def test_bad_run_input_exits_2_with_one_line(capsys, tmp_path, case):
     status, out, err = run_cli(capsys, *argv)
     assert_one_line_error(status, out, err, words)
     assert sorted(p.name for p in out_dir.iterdir()) == before
+
+
+def test_graph_file_not_utf8_exits_2(capsys, tmp_path):
+    path = tmp_path / "latin1.json"
+    path.write_bytes(Path(BLEND).read_text(encoding="utf-8").replace("Cross-fade", "Fondu enchaîné").encode("latin-1"))
+    for command in (["validate", path], ["run", path, "--frames", 2]):
+        assert_one_line_error(*run_cli(capsys, *command), [str(path), "not UTF-8"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", BLEND, "--frames", "1e9"],
+    ["run", BLEND],
+    ["run", BLEND, "--frames", 2, "--batch", "many"],
+    ["verify", "walk", "--seed", "-1"],
+    ["verify", "walk", "--times", "0"],
+    ["schema", "extra"],
+    [],
+])
+def test_usage_errors_are_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        main([str(a) for a in argv])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and err.startswith("animgraph"), err
+
+
+def test_memory_estimate_names_the_out_file(capsys, tmp_path, monkeypatch):
+    """A run bigger than the available memory is refused before it starts, saying how much it needs."""
+    from animgraph import runner
+
+    monkeypatch.setattr(runner, "available_memory", lambda: 2 ** 20)
+    out = tmp_path / "x.npz"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 1000, "--batch", 4, "--out", out)
+    assert_one_line_error(status, text, err, [BLEND, "--batch 4", "--frames 1000", str(out), "MiB", "1 MiB is available"])
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(runner, "available_memory", lambda: None)  # unknown: no refusal
+    assert run_cli(capsys, "run", BLEND, "--frames", 2)[0] == 0
+
+
+def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
+    """A bug (not a user-input error) prints 'internal error' on one line, status 1; ANIMGRAPH_DEBUG adds the traceback."""
+    from animgraph import runner
+
+    def broken(path):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(runner, "validate", broken)
+    monkeypatch.delenv("ANIMGRAPH_DEBUG", raising=False)
+    status, out, err = run_cli(capsys, "validate", BLEND)
+    assert status == 1 and out == ""
+    assert err.splitlines() == [err.strip()] and "Traceback" not in err
+    assert err.startswith("animgraph: internal error: ZeroDivisionError: float division by zero")
+    monkeypatch.setenv("ANIMGRAPH_DEBUG", "1")
+    status, out, err = run_cli(capsys, "validate", BLEND)
+    assert status == 1 and err.startswith("Traceback") and "in broken" in err
+    assert err.splitlines()[-1].startswith("animgraph: internal error: ZeroDivisionError")
 
 
 def test_console_script_runs_a_graph(tmp_path):
