@@ -33,6 +33,7 @@ import numpy as np
 
 from . import data, kform, preprocess
 from .errors import AnimgraphError
+from .fileio import atomic_write_text, check_writable, write_together
 from .pose import FIELDS, Clip, Pose
 
 GAITS = ("walk", "jog", "run")
@@ -220,8 +221,9 @@ def main(out_dir="animgraph-demo", frames=900):
     if not (isinstance(frames, int) and frames >= 8 * len(SCHEDULE)):
         raise AnimgraphError(f"--frames must be a whole number >= {8 * len(SCHEDULE)}, got {frames!r}")
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise AnimgraphError(f"--out {out_dir}: exists and is not a directory")
+    files = (out_dir / "demo.bvh", out_dir / "demo.svg")
+    for path in files:  # before the run: a directory in the way, no permission, a read-only disk
+        check_writable(path, make_dirs=True)
 
     locked = simulate(frames, locks=True)
     free = simulate(frames, locks=False, clips=locked["clips"])
@@ -251,10 +253,9 @@ def main(out_dir="animgraph-demo", frames=900):
     clip = Clip(skel, locked["pos"], locked["rot"], locked["scl"], dt=DT)
     svg = plot_svg(locked, a, b)
     out_dir.mkdir(parents=True, exist_ok=True)
-    from .fileio import atomic_write_text
-
-    save_bvh(out_dir / "demo.bvh", skel, clip)
-    atomic_write_text(out_dir / "demo.svg", svg)
+    # Both files or neither (a plot that cannot be written takes the BVH with it).
+    write_together([(files[0], lambda tmp: save_bvh(tmp, skel, clip)),
+                    (files[1], lambda tmp: atomic_write_text(tmp, svg))])
     print(f"  wrote        {out_dir / 'demo.bvh'} ({frames} frames), {out_dir / 'demo.svg'}")
     return 0
 

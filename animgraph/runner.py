@@ -25,7 +25,7 @@ import numpy as np
 
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
-from .fileio import atomic_write
+from .fileio import atomic_write, check_writable
 from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
@@ -125,17 +125,13 @@ def check_memory(plan, frames, out):
 
 
 def check_out(out):
-    """``out`` as a Path with a known suffix in an existing directory, or an AnimgraphError."""
+    """``out`` as a Path with a known suffix that can be written (see ``fileio.check_writable``), or an AnimgraphError."""
     if out is None:
         return None
     out = Path(out)
     if out.suffix.lower() not in OUT_SUFFIXES:
         raise AnimgraphError(f"--out {out}: the output file must end in .bvh or .npz")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise AnimgraphError(f"--out {out}: no such directory {parent}")
-    if out.is_dir():
-        raise AnimgraphError(f"--out {out}: is a directory")
+    check_writable(out)
     return out
 
 

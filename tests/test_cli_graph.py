@@ -4,7 +4,11 @@ Bad input must print exactly one stderr line naming the file, node or port, exit
 status 2, and leave the output directory empty (no file, no temporary file).
 """
 
+import errno
+import io
 import json
+import os
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -273,6 +277,126 @@ def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
     status, out, err = run_cli(capsys, "validate", BLEND)
     assert status == 1 and err.startswith("Traceback") and "in broken" in err
     assert err.splitlines()[-1].startswith("animgraph: internal error: ZeroDivisionError")
+
+
+def _unwritable_dir(tmp_path):
+    """A directory no file can be created in: read-only for a user; as root (chmod does not stop root), /proc."""
+    if os.geteuid() != 0:
+        d = tmp_path / "read-only"
+        d.mkdir()
+        d.chmod(0o555)
+        return d
+    if not Path("/proc/self").is_dir():
+        pytest.skip("running as root without /proc: no directory root cannot write in")
+    return Path("/proc")
+
+
+def test_unwritable_out_is_refused_before_the_run(capsys, tmp_path, monkeypatch):
+    """run --out and demo --out: a directory the user cannot write in, a directory in the way, a name too long."""
+    from animgraph import runner
+
+    monkeypatch.setattr(runner, "compile_graph", None, raising=False)  # never reached: the check comes first
+    ro = _unwritable_dir(tmp_path)
+    (tmp_path / "x.bvh").mkdir()
+    long_name = tmp_path / ("n" * 300 + ".npz")
+    for out, words in ((ro / "x.bvh", ["cannot write in", str(ro)]), (tmp_path / "x.bvh", ["is a directory"]),
+                       (long_name, ["file name longer than"])):
+        status, text, err = run_cli(capsys, "run", BLEND, "--frames", 2, "--out", out)
+        assert_one_line_error(status, text, err, [f"--out {out}"] + words)
+    (tmp_path / "demo" / "demo.svg").mkdir(parents=True)
+    for out, words in ((ro / "demo", ["cannot write in", str(ro)]), (tmp_path / "demo", ["demo.svg", "is a directory"])):
+        status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 40)
+        assert_one_line_error(status, text, err, [str(out)] + words)
+        assert text == ""  # refused before the run, which prints
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["demo.svg"]  # no demo.bvh
+
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_disk_full_names_the_users_file(capsys, tmp_path, monkeypatch):
+    """A full disk while writing --out: one line naming x.npz / x.bvh (not the temporary file), nothing left behind."""
+    from animgraph import fileio
+
+    def full_savez(f, **arrays):
+        f.write(b"PK" * 1000)
+        _enospc()
+
+    monkeypatch.setattr(np, "savez", full_savez)
+    out = tmp_path / "x.npz"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 3, "--out", out)
+    assert_one_line_error(status, text, err, [f"animgraph: {out}: No space left on device"])
+
+    class FullFile(io.StringIO):
+        def write(self, text):
+            _enospc()
+
+    real_open = open
+    monkeypatch.setattr(fileio, "open", lambda path, mode, **kw: FullFile() if "w" in mode else real_open(path, mode),
+                        raising=False)
+    out = tmp_path / "x.bvh"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 3, "--out", out)
+    assert_one_line_error(status, text, err, [f"animgraph: {out}: No space left on device"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_writes_both_files_or_neither(capsys, tmp_path, monkeypatch):
+    """The plot failing (disk full) after the BVH is written takes the BVH with it."""
+    from animgraph import demo
+
+    monkeypatch.setattr(demo, "atomic_write_text", _enospc, raising=False)
+    out = tmp_path / "demo"
+    status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 32)
+    assert status == 2 and err.splitlines() == [f"animgraph: {out / 'demo.svg'}: No space left on device"], err
+    assert list(out.iterdir()) == []
+
+
+def test_write_together_removes_the_first_when_the_second_rename_fails(tmp_path):
+    from animgraph.fileio import write_together
+
+    first, second = tmp_path / "a.bvh", tmp_path / "b.svg"
+
+    def save_and_block(tmp):
+        Path(tmp).write_text("b")
+        second.mkdir()  # appears between the check and the rename
+
+    with pytest.raises(OSError) as err:
+        write_together([(first, lambda tmp: Path(tmp).write_text("a")), (second, save_and_block)])
+    assert err.value.filename == str(second)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.svg"] and list(second.iterdir()) == []
+
+
+SIGTERM_WHILE_WRITING = """
+import sys, time
+import numpy as np
+savez = np.savez
+
+def slow_savez(f, **arrays):  # test hook: write the data, then hang inside the write until the signal
+    savez(f, **arrays)
+    print("writing", flush=True)
+    time.sleep(120)
+
+np.savez = slow_savez
+from animgraph.cli import main
+sys.exit(main(["run", sys.argv[1], "--frames", "50", "--batch", "4", "--out", sys.argv[2]]))
+"""
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
+    out = tmp_path / "x.npz"
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_WHILE_WRITING, BLEND, str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "writing\n"
+        assert [p.name for p in tmp_path.iterdir()][0].endswith(".tmp")  # mid-write: the temporary is there
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143
+    assert err.splitlines() == ["animgraph: terminated"], err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_console_script_runs_a_graph(tmp_path):
