@@ -1,6 +1,7 @@
 """The command line: --version, info numbers on every clip, one-line errors with exit status 2."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,37 @@ def test_console_script_subprocess(tmp_path):
     assert proc.stderr.startswith(f"animgraph: {path}:25: ")
     ok = subprocess.run([str(script), "info", "walk_turn"], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "turning    +" in ok.stdout
+
+
+def test_unwritable_cache_falls_back_with_one_warning(tmp_path):
+    """A read-only home or cache (here: under a regular file, which stops root too) and a read-only install
+    (numba's in-tree __pycache__ locator left out): import and validate work, with one warning line."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    env = {k: v for k, v in os.environ.items() if k not in ("ANIMGRAPH_CACHE", "NUMBA_CACHE_DIR")}
+    env.update(HOME=str(blocker / "home"), XDG_CACHE_HOME=str(blocker / "cache"),
+               NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator,UserWideCacheLocator")
+    from animgraph import graphs
+
+    graph = graphs.path("blend")
+    proc = subprocess.run([sys.executable, "-m", "animgraph", "validate", str(graph)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"OK {graph}")
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("animgraph: warning: cannot write the compiled-code cache"), lines
+    assert str(blocker / "cache") in lines[0] and "using " in lines[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_cache_fallback_is_private(tmp_path, monkeypatch):
+    """The fallback in the shared temporary directory is used only if it is this user's and not writable by others
+    (compiled code from it is executed)."""
+    from animgraph import cache
+
+    monkeypatch.setattr(cache.tempfile, "tempdir", str(tmp_path))
+    mine = tmp_path / f"animgraph-cache-{os.getuid()}"
+    assert cache._private_temp_base() == mine and mine.stat().st_mode & 0o777 == 0o700
+    mine.chmod(0o777)
+    other = cache._private_temp_base()
+    assert other != mine and other.parent == tmp_path and other.name.startswith("animgraph-cache-")
