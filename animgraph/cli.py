@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
@@ -105,7 +106,7 @@ def info(file, scale=None):
 def _cmd_info(args):
     s = info(args.file, args.scale)
     if args.json:
-        print(json.dumps(s))
+        print(json_text(s))
         return 0
     style = {"motionbuilder": "MotionBuilder-style", "3dsmax": "3dsMax-style"}.get(s["convention"])
     conv = f", CMU {style} names (canonical aliases installed)" if style else ""
@@ -151,13 +152,20 @@ def _args_verify(p):
 
 
 def _cmd_verify(args):
+    import io
+
     from . import verify
 
     clips = []
     for name in args.clips or _bundled():
         skel, clip, _ = load_clip(name)
         clips.append((Path(name).stem, skel, clip))
-    return verify.run(clips, args.node, args.times, args.seed, args.json)
+    if not args.json:
+        return verify.run(clips, args.node, args.times, args.seed)
+    text = io.StringIO()
+    status = verify.run(clips, args.node, args.times, args.seed, as_json=True, out=text)
+    print(json_text(json.loads(text.getvalue())))
+    return status
 
 
 # ---------------------------------------------------------------- graphs
@@ -237,7 +245,31 @@ def _args_bench(p):
 def _cmd_bench(args):
     from . import bench
 
-    return bench.main(json_output=args.json, quick=args.quick)
+    if args.json:
+        print(json_text(bench.run_all(quick=args.quick)))
+        return 0
+    return bench.main(quick=args.quick)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _finite(value):
+    """``value`` with every non-finite float (NaN, infinities) replaced by None, numpy scalars made Python ones."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(value):
+    """Strict JSON text of ``value`` for ``--json``: never NaN or Infinity (a non-finite number is null)."""
+    return json.dumps(_finite(value), allow_nan=False)
 
 
 # ---------------------------------------------------------------- registry

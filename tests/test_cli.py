@@ -165,3 +165,34 @@ def test_cache_fallback_is_private(tmp_path, monkeypatch):
     mine.chmod(0o777)
     other = cache._private_temp_base()
     assert other != mine and other.parent == tmp_path and other.name.startswith("animgraph-cache-")
+
+
+def _strict_json(text):
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_outputs_are_strict_json(capsys, monkeypatch):
+    """--json of info, bench and verify: a NaN or infinity becomes null, never the invalid tokens NaN/Infinity."""
+    import numpy as np
+
+    from animgraph import bench, cli, verify
+
+    nan, inf = float("nan"), float("inf")
+    monkeypatch.setattr(cli, "info", lambda file, scale=None: {"file": file, "turning": nan, "speed": np.float32(inf)})
+    assert main(["info", "walk", "--json"]) == 0
+    assert _strict_json(capsys.readouterr().out) == {"file": "walk", "turning": None, "speed": None}
+
+    monkeypatch.setattr(bench, "run_all", lambda quick=False, progress=None: {"results": [{"ns": nan, "x": [1.5, -inf]}]})
+    assert main(["bench", "--json", "--quick"]) == 0
+    assert _strict_json(capsys.readouterr().out) == {"results": [{"ns": None, "x": [1.5, None]}]}
+
+    def fake_verify(clips, nodes=None, times=200, seed=0, as_json=False, out=None):
+        print(json.dumps({"h": 1e-3, "rows": [{"node": "fk", "err": nan, "v": {"max": inf}}], "ok": False}), file=out)
+        return 1
+
+    monkeypatch.setattr(verify, "run", fake_verify)
+    assert main(["verify", "walk", "--json"]) == 1
+    assert _strict_json(capsys.readouterr().out)["rows"] == [{"node": "fk", "err": None, "v": {"max": None}}]
