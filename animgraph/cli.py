@@ -10,7 +10,8 @@ those two functions and append a row.  Handlers return an exit status (0 on succ
   ``AnimgraphError``, ``OSError`` or ``MemoryError``: ``animgraph: <file>:<line>: <problem>``, status 2;
   argparse's usage errors are one line too, status 2;
 - anything else is a bug: ``animgraph: internal error: <type>: <message>``, status 1;
-- Ctrl-C and SIGTERM stop the command (files being written are removed): status 130 and 143.
+- Ctrl-C and SIGTERM stop the command (files being written are removed): status 130 and 143;
+  a closed stdout (``| head``) stops it quietly, status 141.
 
 ``ANIMGRAPH_DEBUG=1`` prints the traceback before the line.
 """
@@ -334,6 +335,12 @@ def main(argv=None):
         previous, installed = None, False
     try:
         return args.handler(args) or 0
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly, like any filter
+        try:  # and no second error when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
     except (AnimgraphError, OSError) as err:
         return _fail(2, _one_line(err))
     except MemoryError as err:

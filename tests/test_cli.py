@@ -196,3 +196,12 @@ def test_json_outputs_are_strict_json(capsys, monkeypatch):
     monkeypatch.setattr(verify, "run", fake_verify)
     assert main(["verify", "walk", "--json"]) == 1
     assert _strict_json(capsys.readouterr().out)["rows"] == [{"node": "fk", "err": None, "v": {"max": None}}]
+
+
+def test_closed_stdout_stops_quietly():
+    """``animgraph schema | head -0``: no 'Broken pipe' error line, no exception at exit."""
+    proc = subprocess.Popen([sys.executable, "-m", "animgraph", "schema"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the command writes (its import takes longer)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == ""
