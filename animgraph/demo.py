@@ -44,6 +44,7 @@ MIN_CYCLE = 0.5  # s: shortest gait cycle considered
 FEET = ("left", "right")
 FINE = 10  # the velocity check runs the demo again at FINE times the frame rate
 START = 5.0  # m: where the sample clocks start (a cycle or more into the prepared clips)
+BYTES_PER_FRAME = 250_000  # peak memory per frame, measured: ~215 kB (the runs, the 10x finer one, their analysis)
 
 
 @dataclass
@@ -217,6 +218,7 @@ def analyse(rec):
 def main(out_dir="animgraph-demo", frames=900):
     """The ``animgraph demo`` command: run, print what happened, write demo.bvh and demo.svg to ``out_dir``."""
     from .bvh import save_bvh
+    from .runner import check_memory
 
     if not (isinstance(frames, int) and frames >= 8 * len(SCHEDULE)):
         raise AnimgraphError(f"--frames must be a whole number >= {8 * len(SCHEDULE)}, got {frames!r}")
@@ -224,6 +226,7 @@ def main(out_dir="animgraph-demo", frames=900):
     files = (out_dir / "demo.bvh", out_dir / "demo.svg")
     for path in files:  # before the run: a directory in the way, no permission, a read-only disk
         check_writable(path, make_dirs=True)
+    check_memory(frames * BYTES_PER_FRAME, f"--frames {frames}")
 
     locked = simulate(frames, locks=True)
     free = simulate(frames, locks=False, clips=locked["clips"])

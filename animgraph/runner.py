@@ -114,14 +114,12 @@ def _size(n):
     return f"{n / 2 ** 10:.3g} KiB"
 
 
-def check_memory(plan, frames, out):
-    """An AnimgraphError saying how much memory the run would need when that is more than is available."""
-    need, avail = memory_needed(plan, frames, out), available_memory()
+def check_memory(need, what):
+    """An AnimgraphError '<what> would need about N of memory; M is available' when ``need`` bytes are more than
+    the system has available (nothing when that is unknown)."""
+    avail = available_memory()
     if avail is not None and need > avail:
-        what = f"--batch {plan.batch}" + (f" with --frames {frames} recorded for {out}" if out is not None else "")
-        raise AnimgraphError(
-            f"{plan.file}: {what} would need about {_size(need)} of memory; {_size(avail)} is available"
-        )
+        raise AnimgraphError(f"{what} would need about {_size(need)} of memory; {_size(avail)} is available")
 
 
 def check_out(out):
@@ -220,7 +218,8 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
         print(f"animgraph: warning: {w.message}", file=sys.stderr)
     file = plan.file
     check_input_kinds(plan, values)
-    check_memory(plan, frames, out)
+    check_memory(memory_needed(plan, frames, out), f"{file}: --batch {batch}" + (
+        f" with --frames {frames} recorded for {out}" if out is not None else ""))
     pose = pick_pose_output(plan, pose_output)
     if out is not None and out.suffix.lower() == ".bvh" and pose is None:
         raise GraphError("a .bvh output needs a pose output node", file=file)

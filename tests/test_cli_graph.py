@@ -197,6 +197,8 @@ BAD_RUNS = {
                                  [BLEND, "--batch 100000000000", "would need about", "TiB", "available"]),
     "frames too big for memory": (["run", BLEND, "--frames", 10 ** 10, "--out", "{out}/x.npz"],
                                   [BLEND, "--frames 10000000000", "x.npz", "would need about", "available"]),
+    "demo frames too big for memory": (["demo", "--out", "{out}/d", "--frames", 10 ** 11],
+                                       ["--frames 100000000000", "would need about", "available"]),
     "zero dt": (["run", BLEND, "--frames", 3, "--dt", 0], ["--dt", "> 0"]),
     "negative dt": (["run", BLEND, "--frames", 3, "--dt", -0.5], ["--dt", "> 0"]),
     "overflowing dt": (["run", BLEND, "--frames", 3, "--dt", "1e309"], ["--dt", "finite", "inf"]),
