@@ -68,11 +68,13 @@ def parse_input(text):
 
 
 def check_input_kinds(plan, values):
-    """Refuse an int input that is not whole, or a bool input that is not true/false/0/1 (no silent rounding)."""
+    """Refuse an int input that is not a whole number an int32 holds, or a bool input that is not true/false/0/1
+    (no silent rounding or overflow)."""
     for name, value in values.items():
         kind = plan.inputs.get(name, (None, None))[1]
-        if kind == "int" and isinstance(value, float) and not value.is_integer():
-            raise GraphError(f"--input {name}={value:g}: an int input takes a whole number", name, "value", plan.file)
+        if kind == "int" and isinstance(value, float) and not (value.is_integer() and abs(value) < 2 ** 31):
+            raise GraphError(f"--input {name}={value:g}: an int input takes a whole number of at most 9 digits",
+                             name, "value", plan.file)
         if kind == "bool" and isinstance(value, float) and value not in (0.0, 1.0):
             raise GraphError(f"--input {name}={value:g}: a bool input takes true, false, 1 or 0", name, "value",
                              plan.file)

@@ -204,6 +204,8 @@ BAD_RUNS = {
     "overflowing dt": (["run", BLEND, "--frames", 3, "--dt", "1e309"], ["--dt", "finite", "inf"]),
     "int input not whole": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1.5"],
                             ["'gait'", "gait=1.5", "whole number"]),
+    "int input too big": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1e20"],
+                          ["'gait'", "gait=1e+20", "whole number"]),
     "bool input not 0 or 1": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "left_contact=2"],
                               ["'left_contact'", "true, false"]),
     "infinite input": (["run", BLEND, "--frames", 3, "--input", "alpha=1e999"], ["'alpha'", "not finite"]),
