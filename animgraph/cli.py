@@ -10,7 +10,7 @@ those two functions and append a row.  Handlers return an exit status (0 on succ
   ``AnimgraphError``, ``OSError`` or ``MemoryError``: ``animgraph: <file>:<line>: <problem>``, status 2;
   argparse's usage errors are one line too, status 2;
 - anything else is a bug: ``animgraph: internal error: <type>: <message>``, status 1;
-- Ctrl-C and SIGTERM stop the command (files being written are removed): status 130 and 143;
+- Ctrl-C, SIGTERM and SIGHUP stop the command (files being written are removed): status 130, 143, 129;
   a closed stdout (``| head``) stops it quietly, status 141.
 
 ``ANIMGRAPH_DEBUG=1`` prints the traceback before the line.
@@ -319,20 +319,30 @@ def _one_line(err):
 
 
 class Terminated(BaseException):
-    """Raised by the SIGTERM handler so that ``finally`` blocks (temporary files) run as on Ctrl-C."""
+    """Raised by the SIGTERM/SIGHUP handler so that cleanups (temporary files) run as on Ctrl-C."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _terminate(signum, frame):
-    raise Terminated()
+    raise Terminated(signum)
+
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def main(argv=None):
     """Run the command line; returns the exit status (2 for user-input errors, 1 for internal errors)."""
     args = build_parser().parse_args(argv)
+    previous = {}
     try:
-        previous, installed = signal.signal(signal.SIGTERM, _terminate), True
+        for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_DFL:  # an ignored one (nohup) stays ignored
+                previous[signum] = signal.signal(signum, _terminate)
     except ValueError:  # not the main thread: leave signals alone
-        previous, installed = None, False
+        pass
     try:
         return args.handler(args) or 0
     except BrokenPipeError:  # stdout closed early (| head): stop quietly, like any filter
@@ -347,15 +357,15 @@ def main(argv=None):
         return _fail(2, f"out of memory{': ' + _one_line(err) if str(err) else ''}; ask for fewer frames or characters")
     except KeyboardInterrupt:
         return _fail(130, "interrupted")
-    except Terminated:
-        return _fail(143, "terminated")
+    except Terminated as stop:
+        return _fail(128 + stop.signum, f"terminated ({signal.Signals(stop.signum).name})")
     except Exception as err:
         text = _one_line(err)
         return _fail(1, f"internal error: {type(err).__name__}{': ' + text if text else ''} "
                         "(ANIMGRAPH_DEBUG=1 shows the traceback)")
     finally:
-        if installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        for signum in previous:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 def _fail(status, line):

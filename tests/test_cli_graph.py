@@ -387,19 +387,24 @@ sys.exit(main(["run", sys.argv[1], "--frames", "50", "--batch", "4", "--out", sy
 """
 
 
-def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, signame):
+    """kill (SIGTERM) or a closed terminal (SIGHUP) during --out writing cleans up like Ctrl-C: one line, 128 + n."""
+    signum = getattr(signal, signame, None)
+    if signum is None:
+        pytest.skip(f"no {signame} here")
     out = tmp_path / "x.npz"
     proc = subprocess.Popen([sys.executable, "-c", SIGTERM_WHILE_WRITING, BLEND, str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "writing\n"
         assert [p.name for p in tmp_path.iterdir()][0].endswith(".tmp")  # mid-write: the temporary is there
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 143
-    assert err.splitlines() == ["animgraph: terminated"], err
+    assert proc.returncode == 128 + signum
+    assert err.splitlines() == [f"animgraph: terminated ({signame})"], err
     assert list(tmp_path.iterdir()) == []
 
 
