@@ -96,7 +96,8 @@ def available_memory():
 
 
 def memory_needed(plan, frames, out):
-    """Estimated bytes of a run: every character's pose slots, signals and state, plus the frames recorded for ``out``."""
+    """Estimated bytes of a run: every character's pose slots, signals and state, and the frames recorded for
+    ``out``."""
     pose_bytes = plan.joints * (5 * 3 + 4) * 4  # float32 pos scl vel ang svl (3) and rot (4) per joint
     per_character = plan.n_slots * pose_bytes + (len(plan.sig_init) + plan.n_state) * 8
     need = plan.batch * per_character
@@ -125,7 +126,7 @@ def check_memory(need, what):
 
 
 def check_out(out):
-    """``out`` as a Path with a known suffix that can be written (see ``fileio.check_writable``), or an AnimgraphError."""
+    """``out`` as a Path with a known suffix that can be written (``fileio.check_writable``), or AnimgraphError."""
     if out is None:
         return None
     out = Path(out)

@@ -185,9 +185,9 @@ def test_json_outputs_are_strict_json(capsys, monkeypatch):
     assert main(["info", "walk", "--json"]) == 0
     assert _strict_json(capsys.readouterr().out) == {"file": "walk", "turning": None, "speed": None}
 
-    monkeypatch.setattr(bench, "run_all", lambda quick=False, progress=None: {"results": [{"ns": nan, "x": [1.5, -inf]}]})
+    monkeypatch.setattr(bench, "run_all", lambda quick=False, progress=None: {"results": [{"ns": nan, "x": [1, -inf]}]})
     assert main(["bench", "--json", "--quick"]) == 0
-    assert _strict_json(capsys.readouterr().out) == {"results": [{"ns": None, "x": [1.5, None]}]}
+    assert _strict_json(capsys.readouterr().out) == {"results": [{"ns": None, "x": [1, None]}]}
 
     def fake_verify(clips, nodes=None, times=200, seed=0, as_json=False, out=None):
         print(json.dumps({"h": 1e-3, "rows": [{"node": "fk", "err": nan, "v": {"max": inf}}], "ok": False}), file=out)
