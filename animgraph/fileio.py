@@ -7,6 +7,7 @@ way, no permission, a read-only file system) before a long computation starts.
 """
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -137,3 +138,22 @@ def check_writable(path, what="--out", make_dirs=False):
     why = _cannot_write(parent)
     if why:
         raise AnimgraphError(f"{what} {path}: cannot write in {parent}: {why}")
+
+
+def check_space(path, need, what="--out"):
+    """AnimgraphError when the file system of ``path`` has less than ``need`` bytes free (nothing if unknown)."""
+    try:
+        free = shutil.disk_usage(Path(path).parent).free
+    except OSError:
+        return
+    if need > free:
+        raise AnimgraphError(
+            f"{what} {path}: needs about {format_size(need)} of disk space; {format_size(free)} is free")
+
+
+def format_size(n):
+    """Bytes as '1.5 GiB'."""
+    for unit, scale in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n / 2 ** 10:.3g} KiB"

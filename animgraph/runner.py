@@ -25,7 +25,7 @@ import numpy as np
 
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
-from .fileio import atomic_write, check_writable
+from .fileio import atomic_write, check_space, check_writable, format_size
 from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
@@ -95,6 +95,14 @@ def available_memory():
         return None
 
 
+def file_size(plan, frames, out):
+    """Estimated bytes of ``out``: .bvh ~13 characters per channel value, .npz every recorded array uncompressed."""
+    if out.suffix.lower() == ".bvh":
+        return frames * plan.joints * 6 * 13
+    return frames * plan.batch * sum(
+        plan.joints * (5 * 3 + 4) * 4 if kind == "pose" else SIGNAL_SIZE[kind] * 8 for kind, _, _ in plan.outputs.values())
+
+
 def memory_needed(plan, frames, out):
     """Estimated bytes of a run: every character's pose slots, signals and state, and the frames recorded for
     ``out``."""
@@ -105,16 +113,8 @@ def memory_needed(plan, frames, out):
         # one character's pose, then float64 channels and ~16-character numbers, a few copies of each, to write it
         need += frames * (pose_bytes + plan.joints * 6 * 72)
     elif out is not None:
-        per_frame = sum(pose_bytes if kind == "pose" else SIGNAL_SIZE[kind] * 8 for kind, _, _ in plan.outputs.values())
-        need += frames * plan.batch * per_frame
+        need += file_size(plan, frames, out)
     return need
-
-
-def _size(n):
-    for unit, scale in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n / 2 ** 10:.3g} KiB"
 
 
 def check_memory(need, what):
@@ -122,7 +122,8 @@ def check_memory(need, what):
     the system has available (nothing when that is unknown)."""
     avail = available_memory()
     if avail is not None and need > avail:
-        raise AnimgraphError(f"{what} would need about {_size(need)} of memory; {_size(avail)} is available")
+        raise AnimgraphError(
+            f"{what} would need about {format_size(need)} of memory; {format_size(avail)} is available")
 
 
 def check_out(out):
@@ -223,6 +224,8 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
     check_input_kinds(plan, values)
     check_memory(memory_needed(plan, frames, out), f"{file}: --batch {batch}" + (
         f" with --frames {frames} recorded for {out}" if out is not None else ""))
+    if out is not None:
+        check_space(out, file_size(plan, frames, out))
     pose = pick_pose_output(plan, pose_output)
     if out is not None and out.suffix.lower() == ".bvh" and pose is None:
         raise GraphError("a .bvh output needs a pose output node", file=file)

@@ -8,6 +8,7 @@ import errno
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -263,6 +264,17 @@ def test_memory_estimate_names_the_out_file(capsys, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setattr(runner, "available_memory", lambda: None)  # unknown: no refusal
     assert run_cli(capsys, "run", BLEND, "--frames", 2)[0] == 0
+
+
+def test_disk_space_is_checked_before_the_run(capsys, tmp_path, monkeypatch):
+    from animgraph import fileio
+
+    monkeypatch.setattr(fileio.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10 ** 6, 10 ** 6, 5000))
+    for name in ("x.bvh", "x.npz"):
+        out = tmp_path / name
+        status, text, err = run_cli(capsys, "run", BLEND, "--frames", 100, "--out", out)
+        assert_one_line_error(status, text, err, [f"--out {out}: needs about", "of disk space", "4.88 KiB is free"])
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
