@@ -113,7 +113,7 @@ def memory_needed(plan, frames, out):
         # one character's pose, then float64 channels and ~16-character numbers, a few copies of each, to write it
         need += frames * (pose_bytes + plan.joints * 6 * 72)
     elif out is not None:
-        need += file_size(plan, frames, out)
+        need += file_size(plan, frames, out) * 5 // 4  # the recorded arrays and the finiteness check's bool copy
     return need
 
 
