@@ -255,10 +255,9 @@ def main(out_dir="animgraph-demo", frames=900):
 
     clip = Clip(skel, locked["pos"], locked["rot"], locked["scl"], dt=DT)
     svg = plot_svg(locked, a, b)
-    out_dir.mkdir(parents=True, exist_ok=True)
     # Both files or neither (a plot that cannot be written takes the BVH with it).
     write_together([(files[0], lambda tmp: save_bvh(tmp, skel, clip)),
-                    (files[1], lambda tmp: atomic_write_text(tmp, svg))])
+                    (files[1], lambda tmp: atomic_write_text(tmp, svg))], make_dirs=True)
     print(f"  wrote        {out_dir / 'demo.bvh'} ({frames} frames), {out_dir / 'demo.svg'}")
     return 0
 

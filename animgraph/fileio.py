@@ -66,17 +66,20 @@ def atomic_write_text(path, text):
     atomic_write(path, lambda f: f.write(text), mode="w")
 
 
-def write_together(files):
+def write_together(files, make_dirs=False):
     """Write several files all or none: ``files`` is [(path, save)], ``save(tmp)`` writes a file at ``tmp``.
 
     Every file is written to a temporary beside its target first; only when all are
     written are they renamed, and if a rename fails the files already renamed are removed.
+    With ``make_dirs`` missing directories are made first, and removed again on failure.
     """
     files = [(Path(path), save) for path, save in files]
-    temps, done = {}, []
+    temps, done, made = {}, [], []
     try:
         for path, save in files:
             try:
+                if make_dirs:
+                    made += _make_dirs(path.parent)
                 temps[path] = _temp(path)
                 save(temps[path])
             except OSError as err:
@@ -90,11 +93,25 @@ def write_together(files):
     except BaseException:
         for path in done:
             _remove(path)
-        raise
-    finally:
         for tmp in temps.values():
-            if os.path.exists(tmp):
-                _remove(tmp)
+            _remove(tmp)
+        for directory in reversed(made):
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _make_dirs(directory):
+    """Make ``directory`` and its missing parents; returns the ones made, outermost first."""
+    missing = []
+    while not directory.exists():
+        missing.append(directory)
+        directory = directory.parent
+    for d in reversed(missing):
+        d.mkdir()
+    return missing[::-1]
 
 
 def _cannot_write(directory):

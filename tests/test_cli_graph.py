@@ -364,10 +364,10 @@ def test_demo_writes_both_files_or_neither(capsys, tmp_path, monkeypatch):
     from animgraph import demo
 
     monkeypatch.setattr(demo, "atomic_write_text", _enospc, raising=False)
-    out = tmp_path / "demo"
+    out = tmp_path / "new" / "demo"
     status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 32)
     assert status == 2 and err.splitlines() == [f"animgraph: {out / 'demo.svg'}: No space left on device"], err
-    assert list(out.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []  # nor the directories it made
 
 
 def test_write_together_removes_the_first_when_the_second_rename_fails(tmp_path):
