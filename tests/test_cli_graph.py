@@ -310,9 +310,12 @@ def _unwritable_dir(tmp_path):
 
 def test_unwritable_out_is_refused_before_the_run(capsys, tmp_path, monkeypatch):
     """run --out and demo --out: a directory the user cannot write in, a directory in the way, a name too long."""
-    from animgraph import runner
+    from animgraph import runtime
 
-    monkeypatch.setattr(runner, "compile_graph", None, raising=False)  # never reached: the check comes first
+    def never(*args, **kwargs):
+        raise AssertionError("the graph was compiled before --out was checked")
+
+    monkeypatch.setattr(runtime, "compile", never)
     ro = _unwritable_dir(tmp_path)
     (tmp_path / "x.bvh").mkdir()
     long_name = tmp_path / ("n" * 300 + ".npz")
