@@ -138,7 +138,7 @@ def test_unwritable_cache_falls_back_with_one_warning(tmp_path):
     (numba's in-tree __pycache__ locator left out): import and validate work, with one warning line."""
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    env = {k: v for k, v in os.environ.items() if k not in ("ANIMGRAPH_CACHE", "NUMBA_CACHE_DIR")}
+    env = {k: v for k, v in os.environ.items() if k not in ("ANIMGRAPH_CACHE", "NUMBA_CACHE_DIR", "ANIMGRAPH_DEBUG")}
     env.update(HOME=str(blocker / "home"), XDG_CACHE_HOME=str(blocker / "cache"),
                NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator,UserWideCacheLocator")
     from animgraph import graphs

@@ -411,8 +411,9 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, signame):
     if signum is None:
         pytest.skip(f"no {signame} here")
     out = tmp_path / "x.npz"
+    env = {k: v for k, v in os.environ.items() if k != "ANIMGRAPH_DEBUG"}
     proc = subprocess.Popen([sys.executable, "-c", SIGTERM_WHILE_WRITING, BLEND, str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout.readline() == "writing\n"
         assert [p.name for p in tmp_path.iterdir()][0].endswith(".tmp")  # mid-write: the temporary is there
