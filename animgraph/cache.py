@@ -6,8 +6,12 @@ Keying the whole cache directory by a hash of every source file that holds
 kernels makes a stale cache impossible.
 """
 
+import functools
 import hashlib
 import os
+import stat
+import sys
+import tempfile
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -18,8 +22,8 @@ def _kernel_sources():
 
     spec = importlib.util.find_spec("animgraph.nodes")
     nodes = Path(spec.origin).parent if spec and spec.origin else _HERE / "nodes"
-    # Only modules holding numba code count, so editing the CLI never recompiles kernels.
-    core = [p for p in sorted(_HERE.glob("*.py")) if "njit" in p.read_text(encoding="utf-8")]
+    # Only modules holding numba code count (not this one, which only names it): editing the CLI never recompiles.
+    core = [p for p in sorted(_HERE.glob("*.py")) if p.name != "cache.py" and "njit" in p.read_text(encoding="utf-8")]
     return core + sorted(nodes.glob("*.py"))
 
 
@@ -32,12 +36,56 @@ def source_hash():
     return h.hexdigest()[:16]
 
 
-def cache_dir():
-    """The compiled-code directory: $ANIMGRAPH_CACHE or ~/.cache/animgraph, then the source hash."""
-    base = os.environ.get("ANIMGRAPH_CACHE") or os.path.join(
+def _preferred_base():
+    return os.environ.get("ANIMGRAPH_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "animgraph"
     )
-    return Path(base) / source_hash()
+
+
+def _cannot_use(path):
+    """Why ``path`` cannot hold the cache (None if it can): made if missing, then a file created in it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as err:
+        return err.strerror or str(err)
+    return None
+
+
+def _private_temp_base():
+    """A cache base in the temporary directory that only this user can write (compiled code is executed)."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    base = Path(tempfile.gettempdir()) / f"animgraph-cache-{uid if uid is not None else 'user'}"
+    try:
+        base.mkdir(mode=0o700, exist_ok=True)
+        st = base.lstat()
+        if stat.S_ISDIR(st.st_mode) and (uid is None or st.st_uid == uid) and not st.st_mode & 0o022:
+            return base
+        return Path(tempfile.mkdtemp(prefix="animgraph-cache-"))  # someone else's: a fresh one (uncached)
+    except OSError:
+        return base
+
+
+def cache_dir():
+    """The compiled-code directory: $ANIMGRAPH_CACHE or ~/.cache/animgraph, then the source hash.
+
+    If that cannot be written (a read-only home, a cache path under a file) a private
+    directory in the temporary directory takes its place, with one warning line on stderr.
+    """
+    return _usable(Path(_preferred_base()) / source_hash())
+
+
+@functools.lru_cache(maxsize=None)
+def _usable(preferred):
+    why = _cannot_use(preferred)
+    if why is None:
+        return preferred
+    fallback = _private_temp_base() / preferred.name
+    also = _cannot_use(fallback)
+    print(f"animgraph: warning: cannot write the compiled-code cache {preferred} ({why}); "
+          + (f"using {fallback}" if also is None else f"nor {fallback} ({also}): compiled code may not be cached")
+          + " (set ANIMGRAPH_CACHE to a writable directory)", file=sys.stderr)
+    return fallback
 
 
 def configure_numba():

@@ -4,9 +4,16 @@ Each command is one ``_cmd_<name>(args)`` handler plus one ``_args_<name>(parser
 that declares its arguments, listed once in ``COMMANDS``; to add a command write
 those two functions and append a row.  Handlers return an exit status (0 on success).
 
-User-input errors (a bad or missing file, a bad graph) are ``AnimgraphError`` or
-``OSError``: ``main`` prints them as one line ``animgraph: <file>:<line>: <problem>``
-on stderr and returns 2, never a traceback.  argparse's own usage errors also exit 2.
+``main`` is the last line of defence and always prints one stderr line, never a traceback:
+
+- user-input errors (a bad or missing file, a bad graph, a run too big for memory) are
+  ``AnimgraphError``, ``OSError`` or ``MemoryError``: ``animgraph: <file>:<line>: <problem>``, status 2;
+  argparse's usage errors are one line too, status 2;
+- anything else is a bug: ``animgraph: internal error: <type>: <message>``, status 1;
+- Ctrl-C, SIGTERM and SIGHUP stop the command (files being written are removed): status 130, 143, 129;
+  a closed stdout (``| head``) stops it quietly, status 141.
+
+``ANIMGRAPH_DEBUG=1`` prints the traceback before the line.
 """
 
 from __future__ import annotations
@@ -14,7 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import signal
 import sys
+import traceback
 from pathlib import Path
 
 from . import __version__
@@ -109,7 +119,7 @@ def _num(x, fmt, unit=""):
 def _cmd_info(args):
     s = info(args.file, args.scale, args.first_frame)
     if args.json:
-        print(json.dumps(s, allow_nan=False))
+        print(json_text(s))
         return 0
     style = {"motionbuilder": "MotionBuilder-style", "3dsmax": "3dsMax-style"}.get(s["convention"])
     conv = f", CMU {style} names (canonical aliases installed)" if style else ""
@@ -129,24 +139,46 @@ def _cmd_info(args):
 # ---------------------------------------------------------------- verify
 
 
+def _whole(minimum):
+    """An argparse type: a whole number >= ``minimum``."""
+
+    def whole(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return whole
+
+
 def _args_verify(p):
     p.add_argument(
         "clips", nargs="*", metavar="CLIP", help="bundled clip names or BVH files (default: every bundled clip)"
     )
     p.add_argument("--node", action="append", metavar="TYPE", help="only this node type (repeatable)")
-    p.add_argument("--times", type=int, default=200, help="random test times per node and clip (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the test times and case choices (default 0)")
+    p.add_argument("--times", type=_whole(1), default=200, help="random test times per node and clip (default 200)")
+    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the test times and case choices (default 0)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
 
 
 def _cmd_verify(args):
+    import io
+
     from . import verify
 
     clips = []
     for name in args.clips or _bundled():
         skel, clip, _ = load_clip(name)
         clips.append((Path(name).stem, skel, clip))
-    return verify.run(clips, args.node, args.times, args.seed, args.json)
+    if not args.json:
+        return verify.run(clips, args.node, args.times, args.seed)
+    text = io.StringIO()
+    status = verify.run(clips, args.node, args.times, args.seed, as_json=True, out=text)
+    print(json_text(json.loads(text.getvalue())))
+    return status
 
 
 # ---------------------------------------------------------------- graphs
@@ -187,12 +219,14 @@ def _args_run(p):
         help="set an input node for every character: a number, true/false or x,y,z (repeatable)",
     )
     p.add_argument("--out", help="write x.bvh (first character's pose) or x.npz (every output)")
+    p.add_argument("--pose-output", metavar="NAME",
+                   help="the pose output node a .bvh holds (default: the graph's first pose output)")
 
 
 def _cmd_run(args):
     from .runner import run
 
-    s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out)
+    s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output)
     line = f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s"
     if s["frames"] > 1:
         per_frame = s["seconds"] / (s["frames"] - 1)
@@ -224,7 +258,31 @@ def _args_bench(p):
 def _cmd_bench(args):
     from . import bench
 
-    return bench.main(json_output=args.json, quick=args.quick)
+    if args.json:
+        print(json_text(bench.run_all(quick=args.quick)))
+        return 0
+    return bench.main(quick=args.quick)
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _finite(value):
+    """``value`` with every non-finite float (NaN, infinities) replaced by None, numpy scalars made Python ones."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy scalar
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(value):
+    """Strict JSON text of ``value`` for ``--json``: never NaN or Infinity (a non-finite number is null)."""
+    return json.dumps(_finite(value), allow_nan=False)
 
 
 # ---------------------------------------------------------------- registry
@@ -242,9 +300,16 @@ COMMANDS = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors on one line (status 2), like every other error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser():
     """The argparse parser with every command of ``COMMANDS``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Node-graph character animation where every pose carries its velocities."
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -265,17 +330,61 @@ def _one_line(err):
     return " ".join(text.split())
 
 
+class Terminated(BaseException):
+    """Raised by the SIGTERM/SIGHUP handler so that cleanups (temporary files) run as on Ctrl-C."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame):
+    raise Terminated(signum)
+
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 def main(argv=None):
-    """Run the command line; returns the exit status (2 for user-input errors)."""
+    """Run the command line; returns the exit status (2 for user-input errors, 1 for internal errors)."""
     args = build_parser().parse_args(argv)
+    previous = {}
+    try:
+        for signum in STOP_SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_DFL:  # an ignored one (nohup) stays ignored
+                previous[signum] = signal.signal(signum, _terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
     try:
         return args.handler(args) or 0
+    except BrokenPipeError:  # stdout closed early (| head): stop quietly, like any filter
+        try:  # and no second error when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
     except (AnimgraphError, OSError) as err:
-        print(f"{PROG}: {_one_line(err)}", file=sys.stderr)
-        return 2
+        return _fail(2, _one_line(err))
+    except MemoryError as err:
+        return _fail(2, f"out of memory{': ' + _one_line(err) if str(err) else ''}; ask for fewer frames or characters")
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return _fail(130, "interrupted")
+    except Terminated as stop:
+        return _fail(128 + stop.signum, f"terminated ({signal.Signals(stop.signum).name})")
+    except Exception as err:
+        text = _one_line(err)
+        return _fail(1, f"internal error: {type(err).__name__}{': ' + text if text else ''} "
+                        "(ANIMGRAPH_DEBUG=1 shows the traceback)")
+    finally:
+        for signum in previous:
+            signal.signal(signum, signal.SIG_DFL)
+
+
+def _fail(status, line):
+    if os.environ.get("ANIMGRAPH_DEBUG", "") not in ("", "0"):
+        traceback.print_exc()
+    print(f"{PROG}: {line}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

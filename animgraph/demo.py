@@ -35,6 +35,7 @@ import numpy as np
 
 from . import data, kform, preprocess
 from .errors import AnimgraphError
+from .fileio import atomic_write_text, check_writable, write_together
 from .pose import FIELDS, Clip, Pose
 
 GAITS = ("walk", "jog", "run")
@@ -45,6 +46,7 @@ MIN_CYCLE = 0.5  # s: shortest gait cycle considered
 FEET = ("left", "right")
 FINE = 40  # the velocity check runs the demo again at FINE times the frame rate (2400 Hz)
 START = 5.0  # m: where the sample clocks start (a cycle or more into the prepared clips)
+BYTES_PER_FRAME = 250_000  # peak memory per frame, measured: ~215 kB (the runs, the 10x finer one, their analysis)
 
 
 @dataclass
@@ -224,12 +226,15 @@ def analyse(rec):
 def main(out_dir="animgraph-demo", frames=900):
     """The ``animgraph demo`` command: run, print what happened, write demo.bvh and demo.svg to ``out_dir``."""
     from .bvh import save_bvh
+    from .runner import check_memory
 
     if not (isinstance(frames, int) and frames >= 8 * len(SCHEDULE)):
         raise AnimgraphError(f"--frames must be a whole number >= {8 * len(SCHEDULE)}, got {frames!r}")
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise AnimgraphError(f"--out {out_dir}: exists and is not a directory")
+    files = (out_dir / "demo.bvh", out_dir / "demo.svg")
+    for path in files:  # before the run: a directory in the way, no permission, a read-only disk
+        check_writable(path, make_dirs=True)
+    check_memory(frames * BYTES_PER_FRAME, f"--frames {frames}")
 
     locked = simulate(frames, locks=True)
     free = simulate(frames, locks=False, clips=locked["clips"])
@@ -259,11 +264,9 @@ def main(out_dir="animgraph-demo", frames=900):
 
     clip = Clip(skel, locked["pos"], locked["rot"], locked["scl"], dt=DT)
     svg = plot_svg(locked, a, b)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    from .fileio import atomic_write_text
-
-    save_bvh(out_dir / "demo.bvh", skel, clip)
-    atomic_write_text(out_dir / "demo.svg", svg)
+    # Both files or neither (a plot that cannot be written takes the BVH with it).
+    write_together([(files[0], lambda tmp: save_bvh(tmp, skel, clip)),
+                    (files[1], lambda tmp: atomic_write_text(tmp, svg))], make_dirs=True)
     print(f"  wrote        {out_dir / 'demo.bvh'} ({frames} frames), {out_dir / 'demo.svg'}")
     return 0
 

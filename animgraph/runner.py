@@ -3,9 +3,9 @@
 This is what ``animgraph run`` and ``animgraph validate`` do, as functions:
 
 - ``validate(path)`` loads, checks and plans a graph (no compiling) and returns the plan;
-- ``run(path, frames, batch, dt, inputs, out)`` evaluates it and writes ``out``:
-  ``.bvh`` the first character's local pose sequence of the first pose output (on the
-  graph's skeleton), ``.npz`` every output of every character and frame.
+- ``run(path, frames, batch, dt, inputs, out, pose_output)`` evaluates it and writes ``out``:
+  ``.bvh`` the first character's local pose sequence of one pose output (``pose_output``,
+  default the first; on the graph's skeleton), ``.npz`` every output of every character and frame.
 
 Every user-input problem is an ``AnimgraphError`` (one line naming file, node and port);
 nothing is written unless the whole run succeeded.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -24,7 +25,8 @@ import numpy as np
 
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
-from .fileio import atomic_write
+from .fileio import atomic_write, check_space, check_writable, format_size
+from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
 OUT_SUFFIXES = (".bvh", ".npz")
@@ -65,35 +67,91 @@ def parse_input(text):
     return name, value
 
 
+def check_input_kinds(plan, values):
+    """Refuse an int input that is not a whole number an int32 holds, or a bool input that is not true/false/0/1
+    (no silent rounding or overflow)."""
+    for name, value in values.items():
+        kind = plan.inputs.get(name, (None, None))[1]
+        if kind == "int" and isinstance(value, float) and not (value.is_integer() and abs(value) < 2 ** 31):
+            raise GraphError(f"--input {name}={value:g}: an int input takes a whole number of at most 9 digits",
+                             name, "value", plan.file)
+        if kind == "bool" and isinstance(value, float) and value not in (0.0, 1.0):
+            raise GraphError(f"--input {name}={value:g}: a bool input takes true, false, 1 or 0", name, "value",
+                             plan.file)
+
+
+def available_memory():
+    """Bytes the system can still give this process (MemAvailable, else free pages), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def file_size(plan, frames, out):
+    """Estimated bytes of ``out``: .bvh ~13 characters per channel value, .npz every recorded array uncompressed."""
+    if out.suffix.lower() == ".bvh":
+        return frames * plan.joints * 6 * 13
+    return frames * plan.batch * sum(
+        plan.joints * (5 * 3 + 4) * 4 if kind == "pose" else SIGNAL_SIZE[kind] * 8 for kind, _, _ in plan.outputs.values())
+
+
+def memory_needed(plan, frames, out):
+    """Estimated bytes of a run: every character's pose slots, signals and state, and the frames recorded for
+    ``out``."""
+    pose_bytes = plan.joints * (5 * 3 + 4) * 4  # float32 pos scl vel ang svl (3) and rot (4) per joint
+    per_character = plan.n_slots * pose_bytes + (len(plan.sig_init) + plan.n_state) * 8
+    need = plan.batch * per_character
+    if out is not None and out.suffix.lower() == ".bvh":
+        # one character's pose, then float64 channels and ~16-character numbers, a few copies of each, to write it
+        need += frames * (pose_bytes + plan.joints * 6 * 72)
+    elif out is not None:
+        need += file_size(plan, frames, out) * 5 // 4  # the recorded arrays and the finiteness check's bool copy
+    return need
+
+
+def check_memory(need, what):
+    """An AnimgraphError '<what> would need about N of memory; M is available' when ``need`` bytes are more than
+    the system has available (nothing when that is unknown)."""
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise AnimgraphError(
+            f"{what} would need about {format_size(need)} of memory; {format_size(avail)} is available")
+
+
 def check_out(out):
-    """``out`` as a Path with a known suffix in an existing directory, or an AnimgraphError."""
+    """``out`` as a Path with a known suffix that can be written (``fileio.check_writable``), or AnimgraphError."""
     if out is None:
         return None
     out = Path(out)
     if out.suffix.lower() not in OUT_SUFFIXES:
         raise AnimgraphError(f"--out {out}: the output file must end in .bvh or .npz")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise AnimgraphError(f"--out {out}: no such directory {parent}")
-    if out.is_dir():
-        raise AnimgraphError(f"--out {out}: is a directory")
+    check_writable(out)
     return out
 
 
 class Recorder:
-    """Copies of every output per frame (first character only when ``first_only``)."""
+    """Copies of the given outputs per frame (first character only when ``first_only``); others are ignored."""
 
     def __init__(self, outputs, frames, first_only):
         self.arrays = {}
         self.first_only = first_only
+        self.ids = tuple(outputs)
         for nid, value in outputs.items():
             for key, a in _arrays(nid, value):
                 shape = a.shape[1:] if first_only and a.ndim > _tail(key) else a.shape
                 self.arrays[key] = np.empty((frames,) + shape, a.dtype)
 
     def record(self, frame, outputs):
-        for nid, value in outputs.items():
-            for key, a in _arrays(nid, value):
+        for nid in self.ids:
+            for key, a in _arrays(nid, outputs[nid]):
                 self.arrays[key][frame] = a[0] if self.first_only and a.ndim > _tail(key) else a
 
 
@@ -127,10 +185,23 @@ def _progress(frames, enabled):
     )
 
 
-def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True):
+def pick_pose_output(plan, name=None):
+    """The id of pose output ``name`` (default: the first pose output, None if there is none), or an AnimgraphError."""
+    poses = [nid for nid, (kind, _, _) in plan.outputs.items() if kind == "pose"]
+    if name is None:
+        return poses[0] if poses else None
+    if name not in poses:
+        kind = plan.outputs[name][0] if name in plan.outputs else None
+        why = f"is a {kind} output, not a pose" if kind else "no such output"
+        raise GraphError(f"--pose-output {name!r}: {why} (pose outputs: {', '.join(poses) or 'none'})", file=plan.file)
+    return name
+
+
+def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None):
     """Evaluate graph file ``path`` for ``frames`` frames of ``dt`` s on ``batch`` characters; write ``out``.
 
-    ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0).
+    ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0);
+    ``pose_output`` names the output a ``.bvh`` holds (default: the first pose output).
     Returns a summary dict (frames, batch, dt, seconds, outputs, written file).
     """
     from .runtime import compile as compile_graph
@@ -150,8 +221,13 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
     for w in caught:
         print(f"animgraph: warning: {w.message}", file=sys.stderr)
     file = plan.file
-    poses = [nid for nid, (kind, _, _) in plan.outputs.items() if kind == "pose"]
-    if out is not None and out.suffix.lower() == ".bvh" and not poses:
+    check_input_kinds(plan, values)
+    check_memory(memory_needed(plan, frames, out), f"{file}: --batch {batch}" + (
+        f" with --frames {frames} recorded for {out}" if out is not None else ""))
+    if out is not None:
+        check_space(out, file_size(plan, frames, out))
+    pose = pick_pose_output(plan, pose_output)
+    if out is not None and out.suffix.lower() == ".bvh" and pose is None:
         raise GraphError("a .bvh output needs a pose output node", file=file)
     inst = plan.instance()
     inst.set_inputs(values)  # unknown names and bad values fail here, before any frame
@@ -159,7 +235,7 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
     recorder = None
     if out is not None:
         first_only = out.suffix.lower() == ".bvh"
-        recorder = Recorder({poses[0]: inst.outputs[poses[0]]} if first_only else inst.outputs, frames, first_only)
+        recorder = Recorder({pose: inst.outputs[pose]} if first_only else inst.outputs, frames, first_only)
     first, start = float("nan"), time.perf_counter()
     with _progress(frames, progress) as bar:
         for f in range(frames):
@@ -178,7 +254,7 @@ def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True
             key, f = bad
             raise GraphError(f"output {key} is not finite at frame {f}: nothing written", file=file)
         if out.suffix.lower() == ".bvh":
-            _write_bvh(out, plan, recorder.arrays, poses[0], dt)
+            _write_bvh(out, plan, recorder.arrays, pose, dt)
         else:
             _write_npz(out, plan, recorder.arrays, dt)
     return {

@@ -1,6 +1,7 @@
 """The command line: --version, info numbers on every clip, one-line errors with exit status 2."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,77 @@ def test_console_script_subprocess(tmp_path):
     assert proc.stderr.startswith(f"animgraph: {path}:25: ")
     ok = subprocess.run([str(script), "info", "walk_turn"], capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "turning    +" in ok.stdout
+
+
+def test_unwritable_cache_falls_back_with_one_warning(tmp_path):
+    """A read-only home or cache (here: under a regular file, which stops root too) and a read-only install
+    (numba's in-tree __pycache__ locator left out): import and validate work, with one warning line."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    env = {k: v for k, v in os.environ.items() if k not in ("ANIMGRAPH_CACHE", "NUMBA_CACHE_DIR", "ANIMGRAPH_DEBUG")}
+    env.update(HOME=str(blocker / "home"), XDG_CACHE_HOME=str(blocker / "cache"),
+               NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator,UserWideCacheLocator")
+    from animgraph import graphs
+
+    graph = graphs.path("blend")
+    proc = subprocess.run([sys.executable, "-m", "animgraph", "validate", str(graph)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"OK {graph}")
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("animgraph: warning: cannot write the compiled-code cache"), lines
+    assert str(blocker / "cache") in lines[0] and "using " in lines[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_cache_fallback_is_private(tmp_path, monkeypatch):
+    """The fallback in the shared temporary directory is used only if it is this user's and not writable by others
+    (compiled code from it is executed)."""
+    from animgraph import cache
+
+    monkeypatch.setattr(cache.tempfile, "tempdir", str(tmp_path))
+    mine = tmp_path / f"animgraph-cache-{os.getuid()}"
+    assert cache._private_temp_base() == mine and mine.stat().st_mode & 0o777 == 0o700
+    mine.chmod(0o777)
+    other = cache._private_temp_base()
+    assert other != mine and other.parent == tmp_path and other.name.startswith("animgraph-cache-")
+
+
+def _strict_json(text):
+    def refuse(token):
+        raise ValueError(f"not JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_outputs_are_strict_json(capsys, monkeypatch):
+    """--json of info, bench and verify: a NaN or infinity becomes null, never the invalid tokens NaN/Infinity."""
+    import numpy as np
+
+    from animgraph import bench, cli, verify
+
+    nan, inf = float("nan"), float("inf")
+    monkeypatch.setattr(cli, "info", lambda file, *options, **named: {"file": file, "turning": nan, "speed": np.float32(inf)})
+    assert main(["info", "walk", "--json"]) == 0
+    assert _strict_json(capsys.readouterr().out) == {"file": "walk", "turning": None, "speed": None}
+
+    monkeypatch.setattr(bench, "run_all", lambda quick=False, progress=None: {"results": [{"ns": nan, "x": [1, -inf]}]})
+    assert main(["bench", "--json", "--quick"]) == 0
+    assert _strict_json(capsys.readouterr().out) == {"results": [{"ns": None, "x": [1, None]}]}
+
+    def fake_verify(clips, nodes=None, times=200, seed=0, as_json=False, out=None):
+        print(json.dumps({"h": 1e-3, "rows": [{"node": "fk", "err": nan, "v": {"max": inf}}], "ok": False}), file=out)
+        return 1
+
+    monkeypatch.setattr(verify, "run", fake_verify)
+    assert main(["verify", "walk", "--json"]) == 1
+    assert _strict_json(capsys.readouterr().out)["rows"] == [{"node": "fk", "err": None, "v": {"max": None}}]
+
+
+def test_closed_stdout_stops_quietly():
+    """``animgraph schema | head -0``: no 'Broken pipe' error line, no exception at exit."""
+    proc = subprocess.Popen([sys.executable, "-m", "animgraph", "schema"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # before the command writes (its import takes longer)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == ""

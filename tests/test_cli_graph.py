@@ -4,7 +4,12 @@ Bad input must print exactly one stderr line naming the file, node or port, exit
 status 2, and leave the output directory empty (no file, no temporary file).
 """
 
+import errno
+import io
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -55,6 +60,41 @@ def test_run_writes_bvh_of_the_first_character(capsys, tmp_path):
     assert np.allclose(clip.pos[-1, 0], pose.pos[0, 0], atol=1e-5)
     assert np.allclose(np.abs((clip.rot[-1] * pose.rot[0]).sum(-1)), 1.0, atol=1e-5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blend.bvh"]
+
+
+@pytest.mark.parametrize("name", graphs.names())
+def test_run_writes_a_loadable_bvh_for_every_shipped_graph(capsys, tmp_path, name):
+    """Graphs with several outputs (locomotion: a pose and two vec3) export their first pose output."""
+    out = tmp_path / f"{name}.bvh"
+    status, _, err = run_cli(capsys, "run", graphs.path(name), "--frames", 4, "--out", out)
+    assert status == 0, err
+    skel, clip = ag.load_bvh(out)
+    assert clip.frames == 4 and len(skel) == 31
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_run_bvh_of_the_chosen_pose_output(capsys, tmp_path):
+    """--pose-output picks one of several pose outputs; an unknown or non-pose name lists the pose outputs."""
+    path = _graph_file(tmp_path, _blend_with(lambda d: (d["nodes"].append({"id": "jog_out", "type": "output"}),
+                                                         d["links"].append(["jog.pose", "jog_out.pose"]))))
+    out = tmp_path / "jog.bvh"
+    status, _, err = run_cli(capsys, "run", path, "--frames", 5, "--out", out, "--pose-output", "jog_out")
+    assert status == 0, err
+    _, clip = ag.load_bvh(out)
+    inst = ag.compile(path).instance()
+    for _ in range(5):
+        pose = inst.step(1 / 60)["jog_out"]
+    assert np.allclose(clip.pos[-1, 0], pose.pos[0], atol=1e-5)
+    for name, words in (("nope", ["'nope'", "no such output", "pose outputs: out, jog_out"]),
+                        ("alpha", ["'alpha'", "no such output"])):
+        status, text, err = run_cli(capsys, "run", path, "--frames", 5, "--out", tmp_path / "x.bvh",
+                                    "--pose-output", name)
+        assert_one_line_error(status, text, err, [str(path)] + words)
+    loco = graphs.path("locomotion")
+    status, text, err = run_cli(capsys, "run", loco, "--frames", 2, "--out", tmp_path / "x.bvh",
+                                "--pose-output", "left_locked")
+    assert_one_line_error(status, text, err, [str(loco), "'left_locked'", "vec3", "not a pose", "pose outputs: out"])
+    assert not (tmp_path / "x.bvh").exists()
 
 
 def test_run_writes_npz_of_every_output(capsys, tmp_path):
@@ -112,6 +152,7 @@ BAD_GRAPHS = {
     "missing asset": (_blend_with(lambda d: d["assets"].update(walk="nowhere/walk.bvh")),
                       ["'walk'", "file not found"]),
     "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", "(version 2)"]),
+    "nested too deeply": ("[" * 100000 + "]" * 100000, ["nested deeper than"]),
 }
 
 
@@ -150,6 +191,25 @@ BAD_RUNS = {
     "bad dt": (["run", BLEND, "--frames", 3, "--dt", "nan", "--out", "{out}/x.bvh"], ["--dt"]),
     "demo out is a file": (["demo", "--out", "{out}/file.txt", "--frames", 40], ["file.txt", "not a directory"]),
     "demo frames": (["demo", "--out", "{out}/d", "--frames", 3], ["--frames"]),
+    "negative frames": (["run", BLEND, "--frames", -1], ["--frames", "got -1"]),
+    "zero batch": (["run", BLEND, "--frames", 3, "--batch", 0], ["--batch", "got 0"]),
+    "negative batch": (["run", BLEND, "--frames", 3, "--batch", -5], ["--batch", "got -5"]),
+    "batch too big": (["run", BLEND, "--frames", 3, "--batch", 10 ** 11], [BLEND, "batch", "100000000000"]),
+    "frames too big for memory": (["run", BLEND, "--frames", 10 ** 10, "--out", "{out}/x.npz"],
+                                  [BLEND, "--frames 10000000000", "x.npz", "would need about", "available"]),
+    "demo frames too big for memory": (["demo", "--out", "{out}/d", "--frames", 10 ** 11],
+                                       ["--frames 100000000000", "would need about", "available"]),
+    "zero dt": (["run", BLEND, "--frames", 3, "--dt", 0], ["--dt", "> 0"]),
+    "negative dt": (["run", BLEND, "--frames", 3, "--dt", -0.5], ["--dt", "> 0"]),
+    "overflowing dt": (["run", BLEND, "--frames", 3, "--dt", "1e309"], ["--dt", "finite", "inf"]),
+    "int input not whole": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1.5"],
+                            ["'gait'", "gait=1.5", "whole number"]),
+    "int input too big": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1e20"],
+                          ["'gait'", "gait=1e+20", "whole number"]),
+    "bool input not 0 or 1": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "left_contact=2"],
+                              ["'left_contact'", "true, false"]),
+    "infinite input": (["run", BLEND, "--frames", 3, "--input", "alpha=1e999"], ["'alpha'", "not finite"]),
+    "null input": (["run", BLEND, "--frames", 3, "--input", "alpha=null"], ["alpha=null", "number"]),
 }
 
 
@@ -165,6 +225,204 @@ def test_bad_run_input_exits_2_with_one_line(capsys, tmp_path, case):
     status, out, err = run_cli(capsys, *argv)
     assert_one_line_error(status, out, err, words)
     assert sorted(p.name for p in out_dir.iterdir()) == before
+
+
+def test_graph_file_not_utf8_exits_2(capsys, tmp_path):
+    path = tmp_path / "latin1.json"
+    text = Path(BLEND).read_text(encoding="utf-8").replace("Cross-fade", "Fondu enchaîné")
+    path.write_bytes(text.encode("latin-1"))
+    for command in (["validate", path], ["run", path, "--frames", 2]):
+        assert_one_line_error(*run_cli(capsys, *command), [str(path), "not UTF-8"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", BLEND, "--frames", "1e9"],
+    ["run", BLEND],
+    ["run", BLEND, "--frames", 2, "--batch", "many"],
+    ["verify", "walk", "--seed", "-1"],
+    ["verify", "walk", "--times", "0"],
+    ["schema", "extra"],
+    [],
+])
+def test_usage_errors_are_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as exit_:
+        main([str(a) for a in argv])
+    assert exit_.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and err.startswith("animgraph"), err
+
+
+def test_memory_estimate_names_the_out_file(capsys, tmp_path, monkeypatch):
+    """A run bigger than the available memory is refused before it starts, saying how much it needs."""
+    from animgraph import runner
+
+    monkeypatch.setattr(runner, "available_memory", lambda: 2 ** 20)
+    out = tmp_path / "x.npz"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 1000, "--batch", 4, "--out", out)
+    assert_one_line_error(status, text, err, [BLEND, "--batch 4", "--frames 1000", str(out), "1 MiB is available"])
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(runner, "available_memory", lambda: None)  # unknown: no refusal
+    assert run_cli(capsys, "run", BLEND, "--frames", 2)[0] == 0
+
+
+def test_disk_space_is_checked_before_the_run(capsys, tmp_path, monkeypatch):
+    from animgraph import fileio
+
+    monkeypatch.setattr(fileio.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10 ** 6, 10 ** 6, 5000))
+    for name in ("x.bvh", "x.npz"):
+        out = tmp_path / name
+        status, text, err = run_cli(capsys, "run", BLEND, "--frames", 100, "--out", out)
+        assert_one_line_error(status, text, err, [f"--out {out}: needs about", "of disk space", "4.88 KiB is free"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_internal_error_is_one_line_exit_1(capsys, monkeypatch):
+    """A bug (not a user-input error): 'internal error' on one line, status 1; ANIMGRAPH_DEBUG adds the traceback."""
+    from animgraph import runner
+
+    def broken(path):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(runner, "validate", broken)
+    monkeypatch.delenv("ANIMGRAPH_DEBUG", raising=False)
+    status, out, err = run_cli(capsys, "validate", BLEND)
+    assert status == 1 and out == ""
+    assert err.splitlines() == [err.strip()] and "Traceback" not in err
+    assert err.startswith("animgraph: internal error: ZeroDivisionError: float division by zero")
+    monkeypatch.setenv("ANIMGRAPH_DEBUG", "1")
+    status, out, err = run_cli(capsys, "validate", BLEND)
+    assert status == 1 and err.startswith("Traceback") and "in broken" in err
+    assert err.splitlines()[-1].startswith("animgraph: internal error: ZeroDivisionError")
+
+
+def _unwritable_dir(tmp_path):
+    """A directory no file can be created in: read-only for a user; as root (chmod does not stop root), /proc."""
+    if os.geteuid() != 0:
+        d = tmp_path / "read-only"
+        d.mkdir()
+        d.chmod(0o555)
+        return d
+    if not Path("/proc/self").is_dir():
+        pytest.skip("running as root without /proc: no directory root cannot write in")
+    return Path("/proc")
+
+
+def test_unwritable_out_is_refused_before_the_run(capsys, tmp_path, monkeypatch):
+    """run --out and demo --out: a directory the user cannot write in, a directory in the way, a name too long."""
+    from animgraph import runtime
+
+    def never(*args, **kwargs):
+        raise AssertionError("the graph was compiled before --out was checked")
+
+    monkeypatch.setattr(runtime, "compile", never)
+    ro = _unwritable_dir(tmp_path)
+    (tmp_path / "x.bvh").mkdir()
+    long_name = tmp_path / ("n" * 300 + ".npz")
+    for out, words in ((ro / "x.bvh", ["cannot write in", str(ro)]), (tmp_path / "x.bvh", ["is a directory"]),
+                       (long_name, ["file name longer than"])):
+        status, text, err = run_cli(capsys, "run", BLEND, "--frames", 2, "--out", out)
+        assert_one_line_error(status, text, err, [f"--out {out}"] + words)
+    (tmp_path / "demo" / "demo.svg").mkdir(parents=True)
+    for out, words in ((ro / "demo", ["cannot write in", str(ro)]),
+                       (tmp_path / "demo", ["demo.svg", "is a directory"])):
+        status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 40)
+        assert_one_line_error(status, text, err, [str(out)] + words)
+        assert text == ""  # refused before the run, which prints
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == ["demo.svg"]  # no demo.bvh
+
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_disk_full_names_the_users_file(capsys, tmp_path, monkeypatch):
+    """A full disk while writing --out: one line naming x.npz / x.bvh (not the temporary file), nothing left behind."""
+    from animgraph import fileio
+
+    def full_savez(f, **arrays):
+        f.write(b"PK" * 1000)
+        _enospc()
+
+    monkeypatch.setattr(np, "savez", full_savez)
+    out = tmp_path / "x.npz"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 3, "--out", out)
+    assert_one_line_error(status, text, err, [f"animgraph: {out}: No space left on device"])
+
+    class FullFile(io.StringIO):
+        def write(self, text):
+            _enospc()
+
+    real_open = open
+    monkeypatch.setattr(fileio, "open", lambda path, mode, **kw: FullFile() if "w" in mode else real_open(path, mode),
+                        raising=False)
+    out = tmp_path / "x.bvh"
+    status, text, err = run_cli(capsys, "run", BLEND, "--frames", 3, "--out", out)
+    assert_one_line_error(status, text, err, [f"animgraph: {out}: No space left on device"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_demo_writes_both_files_or_neither(capsys, tmp_path, monkeypatch):
+    """The plot failing (disk full) after the BVH is written takes the BVH with it."""
+    from animgraph import demo
+
+    monkeypatch.setattr(demo, "atomic_write_text", _enospc, raising=False)
+    out = tmp_path / "new" / "demo"
+    status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 32)
+    assert status == 2 and err.splitlines() == [f"animgraph: {out / 'demo.svg'}: No space left on device"], err
+    assert list(tmp_path.iterdir()) == []  # nor the directories it made
+
+
+def test_write_together_removes_the_first_when_the_second_rename_fails(tmp_path):
+    from animgraph.fileio import write_together
+
+    first, second = tmp_path / "a.bvh", tmp_path / "b.svg"
+
+    def save_and_block(tmp):
+        Path(tmp).write_text("b")
+        second.mkdir()  # appears between the check and the rename
+
+    with pytest.raises(OSError) as err:
+        write_together([(first, lambda tmp: Path(tmp).write_text("a")), (second, save_and_block)])
+    assert err.value.filename == str(second)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.svg"] and list(second.iterdir()) == []
+
+
+SIGTERM_WHILE_WRITING = """
+import sys, time
+import numpy as np
+savez = np.savez
+
+def slow_savez(f, **arrays):  # test hook: write the data, then hang inside the write until the signal
+    savez(f, **arrays)
+    print("writing", flush=True)
+    time.sleep(120)
+
+np.savez = slow_savez
+from animgraph.cli import main
+sys.exit(main(["run", sys.argv[1], "--frames", "50", "--batch", "4", "--out", sys.argv[2]]))
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, signame):
+    """kill (SIGTERM) or a closed terminal (SIGHUP) during --out writing cleans up like Ctrl-C: one line, 128 + n."""
+    signum = getattr(signal, signame, None)
+    if signum is None:
+        pytest.skip(f"no {signame} here")
+    out = tmp_path / "x.npz"
+    env = {k: v for k, v in os.environ.items() if k != "ANIMGRAPH_DEBUG"}
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_WHILE_WRITING, BLEND, str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline() == "writing\n"
+        assert [p.name for p in tmp_path.iterdir()][0].endswith(".tmp")  # mid-write: the temporary is there
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signum
+    assert err.splitlines() == [f"animgraph: terminated ({signame})"], err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_console_script_runs_a_graph(tmp_path):
