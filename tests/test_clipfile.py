@@ -58,8 +58,9 @@ def test_bundled_files_decide_like_data_load(name):
     skel, clip, notes = read_clip(ag.data.path(name))
     ref_skel, ref = ag.data.load(name)
     assert notes["units"] == CMU_SCALE and notes["first_frame_dropped"] and notes["convention"] == "motionbuilder"
-    np.testing.assert_array_equal(clip.pos, ref.pos)
-    np.testing.assert_array_equal(clip.rot, ref.rot)
+    first, cut = ag.data._GLITCHED.get(name, (0, 0))  # data.load also drops the bundled clip's glitched frames
+    np.testing.assert_array_equal(clip.pos[first:clip.frames - cut], ref.pos)
+    np.testing.assert_array_equal(clip.rot[first:clip.frames - cut], ref.rot)
     assert skel.aliases == ref_skel.aliases
 
 
