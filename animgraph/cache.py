@@ -94,3 +94,9 @@ def configure_numba():
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
         numba.config.CACHE_DIR = str(cache_dir() / "numba")
+
+
+def is_cold():
+    """Whether no compiled code is cached yet for this version of the kernels (the next kernel call compiles)."""
+    root = Path(os.environ.get("NUMBA_CACHE_DIR") or cache_dir() / "numba")
+    return not root.is_dir() or not any(root.rglob("*.nbi"))

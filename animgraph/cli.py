@@ -27,7 +27,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import __version__
+from . import __version__, cache
 from .errors import AnimgraphError, BVHError
 
 PROG = "animgraph"
@@ -345,6 +345,10 @@ def _terminate(signum, frame):
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
+# Commands that run kernels: on a cold cache their first call compiles them.
+_COMPILING = {_cmd_demo, _cmd_run, _cmd_verify, _cmd_bench}
+
+
 def main(argv=None):
     """Run the command line; returns the exit status (2 for user-input errors, 1 for internal errors)."""
     args = build_parser().parse_args(argv)
@@ -356,6 +360,9 @@ def main(argv=None):
     except ValueError:  # not the main thread: leave signals alone
         pass
     try:
+        if args.handler in _COMPILING and cache.is_cold():
+            print(f"{PROG}: compiling the kernels for this version (first run only: about a minute on 2 cores)...",
+                  file=sys.stderr, flush=True)
         return args.handler(args) or 0
     except BrokenPipeError:  # stdout closed early (| head): stop quietly, like any filter
         try:  # and no second error when Python flushes stdout at exit

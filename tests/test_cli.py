@@ -272,3 +272,21 @@ def test_closed_stdout_stops_quietly():
     proc.stdout.close()  # before the command writes (its import takes longer)
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and err == ""
+
+
+def test_first_run_says_it_is_compiling(capsys, monkeypatch, tmp_path):
+    """On a cold cache a command that runs kernels says so first (once, on stderr); warm, it says nothing."""
+    from animgraph import cache, cli, graphs
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert cache.is_cold()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "k.nbi").write_bytes(b"")
+    assert not cache.is_cold()
+    for cold in (True, False):
+        monkeypatch.setattr(cli.cache, "is_cold", lambda: cold)
+        assert main(["run", str(graphs.path("blend")), "--frames", "1"]) == 0
+        err = capsys.readouterr().err
+        assert ("compiling the kernels" in err) == cold and len(err.splitlines()) <= 1
+    assert main(["validate", str(graphs.path("blend"))]) == 0  # validating compiles nothing
+    assert "compiling" not in capsys.readouterr().err
