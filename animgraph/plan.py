@@ -34,6 +34,7 @@ from .check import check, has_constant
 from .errors import AnimgraphError, GraphError
 from .executor import kinds
 from .graph import BUNDLED_PREFIX, AssetSpec, Graph
+from .instance import Instance
 from .node import SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
 
@@ -113,13 +114,23 @@ class Plan:
 
         ``parallel``: threads over characters (default: when batch >= 16); ``python``: walk
         the op table in Python instead of the compiled executor (a slow reference)."""
-        from .runtime import Instance
-
         if self.executor is None:
             from . import executor
 
             self.executor = executor.load()
         return Instance(self, parallel, python)
+
+    def node_params(self, node):
+        """``node.params`` for this plan as flat float64; errors name the node (and field)."""
+        return _call(node, "params", self.ctx, self.file)
+
+    def node_state(self, node, time=0.0):
+        """``node.state`` at ``time`` s for this plan as flat float64; errors name the node (and field)."""
+        return _call(node, "state", self.ctx, self.file, time)
+
+    def constant_block(self, kind, value):
+        """The signal block (value then zero rate) holding ``value`` of signal ``kind``."""
+        return _signal_block(kind, value)
 
 
 def _call(node, method, ctx, file, *args):

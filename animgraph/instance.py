@@ -1,0 +1,340 @@
+"""A running plan: ``plan.instance() -> Instance``, one per set of characters.
+
+``inst.step(dt, inputs)`` writes the inputs into the signal buffer, makes one call
+into the compiled executor for all B characters and returns a dict keyed by
+output node id:
+
+- a pose output is a ``Pose`` of shape (J, ...) when batch == 1 and (B, J, ...)
+  when batch > 1;
+- a signal output is a float64 array (value then rate: scalar ``[x, dx]``, vec3
+  ``[p(3), v(3)]``, quat ``[q(4), ang(3)]``, int/bool ``[v]``) of shape (n,) or (B, n).
+
+The returned dict and its arrays are views into the instance's buffers, rewritten
+by the next step (copy what you keep: ``pose.copy()``, ``arr.copy()``).  This keeps
+``step`` to a few microseconds of Python.
+
+Inputs (by input node id) are sticky: a value stays until set again.  A value is a
+number or array (rate 0), or a tuple ``(value, rate)``; a scalar or single vector
+applies to every character, an array with a leading axis of length B sets each.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import GraphError
+from .limits import DT_MAX, SIGNAL_MAX, TIME_MAX
+from .maths import qmul, qnormalize, qrot
+from .node import SIGNAL_SIZE
+from .pose import Pose
+
+PARALLEL_MIN_BATCH = 16  # below this, threads cost more than they save
+
+_VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1}
+CLAMPED = ("scalar", "int", "vec3")  # kinds whose values an input's [min, max] bounds
+
+
+def _entry(dispatcher):
+    """The function to call per frame: the compiled entry point (skips numba's type dispatch).
+
+    Our arguments always have the same types, so after one typed call through the
+    dispatcher its single overload's entry point is safe and saves a microsecond.
+    """
+
+    def first(*args):
+        dispatcher(*args)
+        overloads = list(getattr(dispatcher, "overloads", {}).values())
+        return getattr(overloads[0], "entry_point", dispatcher) if len(overloads) == 1 else dispatcher
+
+    return first
+
+
+def _pose_view(arrays, slot, batch):
+    """A Pose whose arrays are views of pose slot ``slot`` (no copy, no validation)."""
+    pose = Pose.__new__(Pose)
+    for name, a in zip(("pos", "rot", "scl", "vel", "ang", "svl"), arrays):
+        setattr(pose, name, a[0, slot] if batch == 1 else a[:, slot])
+    return pose
+
+
+class Instance:
+    """One plan's running state for B characters: pose slots, signals, state, parameters."""
+
+    def __init__(self, plan, parallel=None, python=False):
+        self.plan = plan
+        self.batch = b = plan.batch
+        j, s, n_sig = plan.joints, plan.n_slots, len(plan.sig_init)
+        # Per character, every slot's pos scl vel ang svl in one array, rot in another.
+        self.vecs = np.zeros((b, 5, s, j, 3), np.float32)
+        self.rots = np.zeros((b, s, j, 4), np.float32)
+        v = self.vecs
+        self.pose = (v[:, 0], self.rots, v[:, 1], v[:, 2], v[:, 3], v[:, 4])
+        self.pose[1][..., 0] = 1.0
+        self.pose[2][...] = 1.0
+        self.chars = np.zeros((b, n_sig + plan.n_state))
+        self.sig, self.st = self.chars[:, :n_sig], self.chars[:, n_sig:]
+        self.sig[:] = plan.sig_init
+        self.st[:] = plan.state(0.0)
+        self.par = plan.par.copy()
+        self.nodes = dict(plan.nodes)
+        if parallel is None:
+            parallel = b >= PARALLEL_MIN_BATCH
+        if python:  # the reference: the op table walked in Python, calling the same kernels
+            from .executor import python_run
+
+            self._run = python_run
+        else:
+            self._run = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
+        self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
+        self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
+        # Inputs of pruned nodes are accepted and ignored.
+        self._known = {n.id for n in plan.graph.nodes if getattr(n, "GRAPH_INPUT", False)}
+        self.outputs = {}
+        for nid, (kind, loc, _) in plan.outputs.items():
+            if kind == "pose":
+                self.outputs[nid] = _pose_view(self.pose, loc, b)
+            else:
+                n = SIGNAL_SIZE[kind]
+                self.outputs[nid] = self.sig[0, loc:loc + n] if b == 1 else self.sig[:, loc:loc + n]
+
+    # ------------------------------------------------------------ per frame
+
+    def step(self, dt, inputs=None):
+        """Advance every character by ``dt`` seconds (0..1000); returns the outputs (views, see module doc).
+
+        A step that fails (bad ``dt`` or any bad input) changes nothing.
+        """
+        if type(dt) is not float and not (isinstance(dt, (int, float, np.integer, np.floating))
+                                          and not isinstance(dt, (bool, np.bool_))):
+            raise GraphError(f"step dt must be a number of seconds, got {type(dt).__name__} {dt!r}",
+                             file=self.plan.file)
+        if not 0.0 <= dt <= DT_MAX:
+            raise GraphError(f"step dt must be a finite number of seconds in [0, {DT_MAX:g}], got {dt!r}",
+                             file=self.plan.file)
+        if inputs:
+            self.set_inputs(inputs)
+        run = self._run(*self._args, float(dt))
+        if run is not None:  # the first call compiled or loaded the executor: keep its entry point
+            self._run = run
+        return self.outputs
+
+    def set_inputs(self, inputs):
+        """Write input values (and rates) per character: ``{"w": 0.3, "target": (pos, vel)}``.
+
+        Every value is checked before any is written: on a GraphError (naming the input) nothing changed.
+        Values beyond ±1e9 are refused; scalar, int and vec3 values are clamped to the input's [min, max].
+        """
+        if not isinstance(inputs, dict):
+            raise GraphError(f"inputs must be a dict {{input id: value}}, got {type(inputs).__name__}",
+                             file=self.plan.file)
+        writes = []
+        for name, value in inputs.items():
+            check = self._inputs.get(name)
+            if check is not None:
+                writes.append(check(value))
+            elif name not in self._known:
+                known = ", ".join(sorted(self._inputs)) or "none"
+                raise GraphError(f"unknown input {name!r} (inputs: {known})", str(name), None, self.plan.file)
+        for write in writes:
+            write()
+
+    def _writer(self, name, off, kind):
+        """A function checking one input's value (and rate) and returning the write into the signal buffer."""
+        n, size, batch, file = _VALUE_SIZE[kind], SIGNAL_SIZE[kind], self.batch, self.plan.file
+        value_col, rate_col = self.sig[:, off], self.sig[:, off + 1] if size > 1 else None
+        value_view, rate_view = self.sig[:, off:off + n], self.sig[:, off + n:off + size]
+        node = self.plan.nodes.get(name)
+        low, high = node.bounds() if kind in CLAMPED and node is not None else (-SIGNAL_MAX, SIGNAL_MAX)
+
+        def fail(why):
+            raise GraphError(why, name, "value", file)
+
+        def number(v, what):
+            """A finite float within the signal range from a Python number (bool and int included)."""
+            x = float(v)
+            if not math.isfinite(x):
+                fail(f"{what} is not finite: {v!r}")
+            if not -SIGNAL_MAX <= x <= SIGNAL_MAX:
+                fail(f"{what} {v!r} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]")
+            return x
+
+        def parse(v, width, what):
+            if isinstance(v, (str, bytes, dict, set)) or v is None:
+                fail(f"{what} must be a number or an array of numbers, got {type(v).__name__} {v!r}")
+            try:
+                a = np.asarray(v)
+            except (TypeError, ValueError):
+                fail(f"{what} must be a number or a regular array of numbers, got {v!r}")
+            if a.dtype.kind not in "biuf":
+                fail(f"{what} must be a number or an array of numbers, got {a.dtype} {v!r}")
+            a = a.astype(np.float64)
+            if a.shape == (width,) or (width == 1 and a.shape == ()):
+                a = a.reshape(1, width)
+            elif a.shape == (batch, width) or (width == 1 and a.shape == (batch,)):
+                a = a.reshape(batch, width)
+            else:
+                fail(f"{what} of shape {a.shape}: expected ({width},) or ({batch}, {width}) for a {kind} input")
+            if not np.all(np.isfinite(a)):
+                fail(f"{what} is not finite: {v!r}")
+            if not np.all(np.abs(a) <= SIGNAL_MAX):
+                fail(f"{what} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]: {v!r}")
+            return a
+
+        def single(x, rate):
+            """The write of one number (and rate) to every character, clamped to [low, high]."""
+            if kind == "bool":
+                x = float(x != 0)
+            elif kind in CLAMPED and not low <= x <= high:
+                x, rate = min(max(x, low), high), 0.0  # held at the bound: no rate
+            if kind == "int":
+                x = float(math.floor(x + 0.5))
+
+            def write():
+                value_col.fill(x)
+                if rate_col is not None:
+                    rate_col.fill(rate)
+
+            return write
+
+        def check(value):
+            t = type(value)
+            if t is float or t is int or t is bool:
+                if n != 1:
+                    fail(f"a {kind} input needs {n} numbers, got {value!r}")
+                return single(number(value, "value"), 0.0)
+            if t is tuple and len(value) == 2 and size > n:
+                val, rate = value
+                if n == 1 and type(val) in (float, int) and type(rate) in (float, int):  # fast path: scalar, rate
+                    return single(number(val, "value"), number(rate, "rate"))
+            elif t is tuple and size == n:
+                fail(f"a {kind} input has no rate: give the value only")
+            else:
+                val, rate = value, None
+            a = parse(val, n, "value")
+            r = np.zeros((1, size - n)) if rate is None else parse(rate, size - n, "rate")
+            if kind == "quat":
+                a = a / np.max(np.abs(a), axis=1, keepdims=True).clip(1e-300)
+                norm = np.linalg.norm(a, axis=1, keepdims=True)
+                if not np.all(norm > 0.5):
+                    fail(f"a quat value needs a non-zero norm, got {val!r}")
+                a = a / norm
+            elif kind == "bool":
+                a = (a != 0).astype(np.float64)
+            elif kind in CLAMPED:
+                held = (a < low) | (a > high)
+                if np.any(held):
+                    a = np.clip(a, low, high)
+                    if size > n:
+                        r = np.where(held, 0.0, r)  # held at the bound: no rate
+                if kind == "int":
+                    a = np.floor(a + 0.5)
+
+            def write():
+                value_view[:] = a
+                if size > n:
+                    rate_view[:] = r
+
+            return write
+
+        return check
+
+    # ------------------------------------------------------------ edits
+
+    def set_param(self, node_id, field, value):
+        """Change a node's field without re-planning (GraphError if the layout would change)."""
+        file = self.plan.file
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise GraphError("not a scheduled node of this plan", node_id, field, file)
+        data = node.model_dump()
+        if field not in data or field in ("id", "type"):
+            raise GraphError(f"unknown or fixed field {field!r}", node_id, field, file)
+        data[field] = value
+        try:
+            new = type(node).model_validate(data)
+        except Exception as e:  # pydantic ValidationError: first message
+            msg = e.errors()[0]["msg"] if hasattr(e, "errors") else str(e)
+            raise GraphError(msg, node_id, field, file) from None
+        if new.inputs() != node.inputs() or new.outputs() != node.outputs():
+            raise GraphError("this change alters the node's ports: compile the graph again", node_id, field, file)
+        i = self.plan.op(node_id)
+        a, b, s0, s1 = self.plan.ops[i, 4:8]
+        p = self.plan.node_params(new)
+        s = self.plan.node_state(new, 0.0)
+        if len(p) != b - a or len(s) != s1 - s0:
+            raise GraphError("this change alters the parameter or state layout: compile the graph again",
+                             node_id, field, file)
+        updates = []
+        for (nid, port), (off, kind) in self.plan.constants.items():
+            if nid == node_id and port == field:
+                if value is None:
+                    raise GraphError("the unlinked input would lose its value: compile the graph again",
+                                     node_id, field, file)
+                updates.append((off, self.plan.constant_block(kind, getattr(new, field))))
+        self.par[a:b] = p
+        for off, block in updates:
+            self.sig[:, off:off + len(block)] = block
+        self.nodes[node_id] = new
+
+    def reset(self, time=0.0, characters=None):
+        """Set every node's state as at ``time`` seconds (scalar, or one per character) for the characters given (all).
+
+        The world placement of pose outputs (see ``teleport``) is kept: a reset restarts
+        the animation, not where the character stands.  Inputs keep their values.
+        """
+        rows = self._rows(characters)
+        try:
+            times = np.broadcast_to(np.asarray(time, dtype=np.float64), rows.shape)
+        except (TypeError, ValueError):
+            raise GraphError(f"reset time must be a number of seconds or one per character, got {time!r}",
+                             file=self.plan.file) from None
+        if not np.all(np.abs(times) <= TIME_MAX):
+            raise GraphError(f"reset time must be finite seconds in [-{TIME_MAX:g}, {TIME_MAX:g}], got {time!r}",
+                             file=self.plan.file)
+        places = [slice(so, so + 7) for kind, _, so in self.plan.outputs.values() if kind == "pose"]
+        kept = [self.st[rows, p].copy() for p in places]
+        for t in np.unique(times):
+            self.st[rows[times == t]] = self.plan.state(float(t), self.nodes)
+        for p, k in zip(places, kept):
+            self.st[rows, p] = k
+
+    def _rows(self, characters):
+        """Character indices (all when None); GraphError unless whole numbers in [0, batch)."""
+        if characters is None:
+            return np.arange(self.batch)
+        rows = np.atleast_1d(np.asarray(characters))
+        if rows.ndim != 1 or rows.dtype.kind not in "iu" or not np.all((rows >= 0) & (rows < self.batch)):
+            raise GraphError(f"characters must be indices in [0, {self.batch}), got {characters!r}",
+                             file=self.plan.file)
+        return rows
+
+    def teleport(self, pos_delta, rot_delta=None, characters=None):
+        """Move characters in the world: positions by ``pos_delta`` (m), turned by ``rot_delta`` about the root.
+
+        The world placement held by each pose output changes; it has no velocity, so
+        the next frame's velocities are unchanged (rotated by ``rot_delta`` only).
+        """
+        rows = self._rows(characters)
+        try:
+            d = np.broadcast_to(np.asarray(pos_delta, dtype=np.float64), (len(rows), 3))
+            r = np.broadcast_to(np.asarray((1.0, 0.0, 0.0, 0.0) if rot_delta is None else rot_delta, np.float64),
+                                (len(rows), 4))
+        except (TypeError, ValueError):
+            raise GraphError("teleport takes pos_delta (3,) or (n, 3) in m and rot_delta (4,) or (n, 4) w-first",
+                             file=self.plan.file) from None
+        if not (np.all(np.abs(d) <= SIGNAL_MAX) and np.all(np.abs(r) <= SIGNAL_MAX)):
+            raise GraphError(f"teleport must be finite and within ±{SIGNAL_MAX:g}", file=self.plan.file)
+        if not np.all(np.linalg.norm(r, axis=1) > 1e-6):
+            raise GraphError("teleport rot_delta must be a non-zero quaternion (w, x, y, z)", file=self.plan.file)
+        for kind, loc, so in self.plan.outputs.values():
+            if kind != "pose":
+                continue
+            for k, c in enumerate(rows):
+                pos, rot = tuple(self.st[c, so:so + 3]), tuple(self.st[c, so + 3:so + 7])
+                pivot = tuple(float(x) for x in self.pose[0][c, loc, 0])
+                turn = qnormalize(tuple(r[k]))
+                moved = qrot(turn, tuple(np.subtract(pos, pivot)))
+                self.st[c, so:so + 3] = np.add(np.add(moved, pivot), d[k])
+                self.st[c, so + 3:so + 7] = qnormalize(qmul(turn, rot))
