@@ -18,14 +18,14 @@ a call costs little Python::
     chars   float64 (B, n_sig + S): per character, the signal buffer then the state
     vecs    float32 (B, 5, slots, J, 3): per character, pos scl vel ang svl of every slot
     rots    float32 (B, slots, J, 4): per character, rot of every slot
-    clipbuf float32 (F*J*26 + 7*F,): clip_pos, clip_rot, clip_scl, the sample key table
-                    (KEY_WIDTH = 16 per frame and joint), the unit-scale flags and the root
-                    motion (6 per frame) of every frame
+    clipbuf float32: clip_pos, clip_rot, clip_scl of every frame (F*J*10), then each node
+                    type's ``CLIP_TABLES`` in kind and declaration order (F * its per-frame size)
     dt      float: frame time (s)
 
 Inside, each character's pose tuple ``(vecs[c, 0], rots[c], vecs[c, 1], ...)`` and the
-``db`` tuple (``clip_db``) are C-contiguous views, so kernels see the arrays the node
-contract describes.
+``db`` tuples (``dbs``: the core ``clip_db``, and for each node type with tables the core
+followed by its own) are C-contiguous views, so kernels see the arrays the node contract
+describes.
 """
 
 from __future__ import annotations
@@ -45,26 +45,55 @@ from numba import njit
 from . import cache
 from .errors import GraphError
 from .node import REGISTRY
-from .nodes.sample import KEY_WIDTH
 
 _LOADED = {}
 
 
 @njit(cache=True)
 def clip_db(table, clipbuf):
-    """The kernels' ``db`` tuple (see ``animgraph.node``): views of ``clipbuf`` and the table's parents."""
+    """What every kernel's ``db`` begins with (see ``animgraph.node``): views of ``clipbuf`` and the table's parents."""
     parents_at, joints, frames = table[3], table[6], table[7]
-    f3, f4, fk = frames * joints * 3, frames * joints * 4, frames * joints * KEY_WIDTH
-    keys_at = 2 * f3 + f4
+    f3, f4 = frames * joints * 3, frames * joints * 4
     return (
         clipbuf[0:f3].reshape((frames, joints, 3)),
         clipbuf[f3:f3 + f4].reshape((frames, joints, 4)),
-        clipbuf[f3 + f4:keys_at].reshape((frames, joints, 3)),
+        clipbuf[f3 + f4:2 * f3 + f4].reshape((frames, joints, 3)),
         table[parents_at:parents_at + joints],
-        clipbuf[keys_at:keys_at + fk].reshape((frames, joints, KEY_WIDTH)),
-        clipbuf[keys_at + fk:keys_at + fk + frames],
-        clipbuf[keys_at + fk + frames:keys_at + fk + 7 * frames].reshape((frames, 6)),
     )
+
+
+def _table_view(shape):
+    """Source lines taking one table of per-frame ``shape`` from ``clipbuf`` at ``at`` (and moving ``at`` on)."""
+    dims = ["joints" if d == "joints" else str(int(d)) for d in shape]
+    size = " * ".join(["frames", *dims])
+    view = f"clipbuf[at:at + {size}]" + (f".reshape((frames, {', '.join(dims)}))" if dims else "")
+    return view, f"at += {size}"
+
+
+def _dbs_source(names):
+    """Source of ``dbs(table, clipbuf)``: the core db, then the db of every node type with ``CLIP_TABLES``."""
+    lines = [
+        "@njit(cache=True)",
+        "def dbs(table, clipbuf):",
+        "    db = clip_db(table, clipbuf)",
+        "    joints, frames = table[6], table[7]",
+        "    at = frames * joints * 10  # after clip_pos, clip_rot, clip_scl",
+    ]
+    out, n = ["db"], 0
+    for i, name in enumerate(names):
+        specs = REGISTRY[name].CLIP_TABLES
+        if not specs:
+            continue
+        views = []
+        for t in specs:
+            view, move = _table_view(t.shape)
+            lines += [f"    t{n} = {view}  # {name}.{t.name}", f"    {move}"]
+            views.append(f"t{n}")
+            n += 1
+        lines.append(f"    db{i} = (db[0], db[1], db[2], db[3], {', '.join(views)})")
+        out.append(f"db{i}")
+    lines.append(f"    return ({', '.join(out)},)")
+    return lines
 
 
 def kinds():
@@ -96,10 +125,13 @@ def source(names):
         module, attr = _kernel_ref(name)
         lines.append(f"from {module} import {attr} as k{i}  # {name}")
     lines.append(f"\nKINDS = {tuple(names)!r}\n")
+    own = [i for i, name in enumerate(names) if REGISTRY[name].CLIP_TABLES]
+    dbs = ", ".join(["db"] + [f"db{i}" for i in own])
+    lines += ["", *_dbs_source(names), ""]
     lines += [
         "",
         "@njit(cache=True)",
-        "def character(c, table, par, chars, vecs, rots, db, dt):",
+        f"def character(c, table, par, chars, vecs, rots, {dbs}, dt):",
         "    n_ops, ops_at, io_at, n_sig = table[0], table[1], table[2], table[4]",
         "    v = vecs[c]",
         "    pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
@@ -115,23 +147,23 @@ def source(names):
     ]
     for i, name in enumerate(names):
         lines.append(f"        {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
-        lines.append(f"            k{i}(ins, outs, p, x, pose, s, db, dt)")
+        lines.append(f"            k{i}(ins, outs, p, x, pose, s, {f'db{i}' if i in own else 'db'}, dt)")
     args = "table, par, chars, vecs, rots, clipbuf, dt"
     lines += [
         "",
         "",
         "@njit(cache=True)",
         f"def run_serial({args}):",
-        "    db = clip_db(table, clipbuf)",
+        f"    {dbs}, = dbs(table, clipbuf)",
         "    for c in range(chars.shape[0]):",
-        "        character(c, table, par, chars, vecs, rots, db, dt)",
+        f"        character(c, table, par, chars, vecs, rots, {dbs}, dt)",
         "",
         "",
         "@njit(cache=True, parallel=True)",
         f"def run_parallel({args}):",
-        "    db = clip_db(table, clipbuf)",
+        f"    {dbs}, = dbs(table, clipbuf)",
         "    for c in prange(chars.shape[0]):",
-        "        character(c, table, par, chars, vecs, rots, db, dt)",
+        f"        character(c, table, par, chars, vecs, rots, {dbs}, dt)",
         "",
     ]
     return "\n".join(lines)
@@ -193,9 +225,12 @@ def python_run(table, par, chars, vecs, rots, clipbuf, dt):
     The same arguments as ``run_serial``; the slices have the executor's types, so each
     kernel is compiled once for both.
     """
-    kernels = [REGISTRY[name].KERNEL for name in kinds()]
+    names = kinds()
+    kernels = [REGISTRY[name].KERNEL for name in names]
     n_ops, ops_at, io_at, n_sig = (int(x) for x in table[[0, 1, 2, 4]])
-    db = clip_db(table, clipbuf)
+    every = iter(load().dbs(table, clipbuf))  # the core db, then those of node types with tables
+    core = next(every)
+    db = [next(every) if REGISTRY[name].CLIP_TABLES else core for name in names]
     dt = float(dt)
     for c in range(chars.shape[0]):
         v = vecs[c]
@@ -204,4 +239,4 @@ def python_run(table, par, chars, vecs, rots, clipbuf, dt):
         for i in range(n_ops):
             kind, a, b, e, p0, p1, s0, s1 = table[ops_at + 8 * i:ops_at + 8 * i + 8]
             kernels[kind](table[io_at + a:io_at + b], table[io_at + b:io_at + e], par[p0:p1], t[s0:s1],
-                          pose, s, db, dt)
+                          pose, s, db[kind], dt)

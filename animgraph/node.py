@@ -21,15 +21,17 @@ Kernel arguments (all for one character):
   scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``, and root
   motion ``(vel, ang)``: the simulation bone's velocity (m/s) and angular velocity (rad/s)
   in its own frame (itself a rate; the output node integrates it into the placement).
-- ``db`` the tuple ``(clip_pos (F,J,3), clip_rot (F,J,4), clip_scl (F,J,3), parents (J,),
-  sample_keys (F,J,16), unit_scale (F,))``: every clip of the graph in one frame array,
-  the skeleton's parents, and what the sample node precomputes per clip at plan time
-  (``animgraph.nodes.sample.key_table``: per key and joint the normalized rotation, the
-  rotation vector to the next key, the two chart tangents and log(scale); and 1.0 on the
-  frames of clips whose scales are all exactly 1), then ``root_motion (F, 6)``: per frame the
-  simulation bone's velocity and angular velocity in its own frame (``ClipRange``s of
-  root-motion variants of a clip point at rows that hold them; zero elsewhere).  Indices
-  0-3 are stable; a kernel called with only those four (``len(db) == 4``) must still work.
+- ``db`` the clip database as the node type sees it: ``(clip_pos (F,J,3), clip_rot (F,J,4),
+  clip_scl (F,J,3), parents (J,))`` (indices ``DB_POS``, ``DB_ROT``, ``DB_SCL``,
+  ``DB_PARENTS``): every clip of the graph in one frame array and the skeleton's parents;
+  then the node type's own ``CLIP_TABLES`` in declaration order (``db_indices`` names their
+  indices): per-frame tables it computes from each clip at plan time (the sample node's key
+  table, say).  A kernel called with only the first four (``len(db) == 4``) must still work.
+
+Per-asset hooks: ``CLIP_TABLES`` (above), and ``clip_variants()`` with ``clip_variant()``:
+the variants of a clip a node needs prepared (the sample node's root-relative clip), each
+a clip of its own in the frame array with its own ``ClipRange``.  The core planner and
+executor name no node module: everything a node type precomputes comes through these.
 - ``dt`` the frame time in seconds.
 """
 
@@ -44,6 +46,30 @@ from numba import njit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import GraphError
+
+DB_POS, DB_ROT, DB_SCL, DB_PARENTS = range(4)  # the clip database every kernel gets
+
+
+@dataclass(frozen=True)
+class ClipTable:
+    """A per-frame table a node type computes from every clip at plan time: ``build(clip)`` -> (F, *shape) float32.
+
+    ``shape`` is per frame: ``()`` one number, ``(n,)`` n numbers, ``("joints", n)`` n per joint.
+    """
+
+    name: str
+    shape: tuple
+    build: object
+
+    def frame_shape(self, joints):
+        """The per-frame shape with ``"joints"`` resolved."""
+        return tuple(joints if d == "joints" else int(d) for d in self.shape)
+
+
+def db_indices(tables):
+    """Indices in a kernel's ``db`` of a node type's ``CLIP_TABLES`` (after the four of every kernel)."""
+    return tuple(range(DB_PARENTS + 1, DB_PARENTS + 1 + len(tables)))
+
 
 SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6}
 SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
@@ -109,6 +135,7 @@ class Node(BaseModel):
     INPUTS: ClassVar[tuple] = ()
     OUTPUTS: ClassVar[tuple] = ()
     DOC: ClassVar[str] = ""
+    CLIP_TABLES: ClassVar[tuple] = ()  # ClipTable per-frame tables the kernel reads from db
 
     @model_validator(mode="before")
     @classmethod
@@ -132,6 +159,11 @@ class Node(BaseModel):
     def clip_variants(self):
         """(asset name, variant) pairs the planner must prepare for this node: e.g. ``("walk", "root_loop")``."""
         return ()
+
+    @classmethod
+    def clip_variant(cls, skeleton, clip, variant):
+        """The clip of ``variant`` made from ``clip`` (a hook for the variants ``clip_variants`` asks for)."""
+        raise ValueError(f"node type {cls.model_fields['type'].default!r} makes no clip variant {variant!r}")
 
     def params(self, ctx: BuildContext) -> np.ndarray:
         """Flat float64 parameters read by the kernel."""

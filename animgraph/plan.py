@@ -8,11 +8,11 @@
 - a signal buffer layout: one block per signal output, one constant block per
   unlinked signal input whose node has a field of the same name (-1 otherwise);
 - parameters float64, shared by the characters; state float64 per character;
-- every asset in one frame array ``db = (clip_pos, clip_rot, clip_scl, parents,
-  sample_keys, unit_scale, root_motion)`` with a ``ClipRange`` per asset: the sample node's
-  key table of each clip and its all-scales-1 flag (per frame) are computed here, once per
-  plan, and so are the variants nodes ask for (``Node.clip_variants``: a clip made
-  root-relative, with its root motion per frame, for ``sample``'s root-motion mode).
+- every asset in one frame array ``db = (clip_pos, clip_rot, clip_scl, parents)`` with a
+  ``ClipRange`` per asset, plus the clip variants nodes ask for (``Node.clip_variants``,
+  made by their type's ``clip_variant``: e.g. the sample node's root-relative clip), and
+  each node type's per-frame ``CLIP_TABLES`` (the sample node's key table), computed here
+  once per plan through the registry: the planner names no node module.
   Assets are BVH paths relative to the graph file, ``{"path": ..., options}``, or
   ``"animgraph:NAME"`` for a bundled clip; they must share one skeleton (the same parents).
   Version-1 graphs read paths raw (times ``scale``); version 2 reads them as
@@ -35,7 +35,7 @@ from .errors import AnimgraphError, GraphError
 from .executor import kinds
 from .graph import BUNDLED_PREFIX, AssetSpec, Graph
 from .instance import Instance
-from .node import SIGNAL_SIZE, BuildContext, ClipRange
+from .node import REGISTRY, SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
 
 OPS_COLUMNS = 8
@@ -65,7 +65,8 @@ class Plan:
     batch: int
     skeleton: Skeleton
     clips: dict  # asset name -> ClipRange
-    db: tuple
+    db: tuple  # (clip_pos, clip_rot, clip_scl, parents): what every kernel's db begins with
+    tables: dict  # node type -> its CLIP_TABLES over the frame array (views of clipbuf)
     order: list  # node ids, one per op
     nodes: dict  # id -> node model (the scheduled ones)
     ops: np.ndarray
@@ -75,7 +76,7 @@ class Plan:
     n_slots: int
     sig_init: np.ndarray
     table: np.ndarray  # int64: header, ops, io, parents (see animgraph.executor)
-    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl, sample keys, unit-scale flags, root motion flattened
+    clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl, then every node type's tables, flattened
     inputs: dict  # input node id -> (offset, signal kind)
     outputs: dict  # output node id -> (signal kind, slot or offset, state offset)
     constants: dict  # (node id, port) -> (offset, signal kind): unlinked inputs fed from fields
@@ -253,49 +254,47 @@ def load_assets(graph, assets=None, skeleton=None):
     return skeleton, clips
 
 
-def _variant(skeleton, clip, variant):
-    """(clip, root motion (F,6)) of one variant of a clip: as loaded, or root-relative (``preprocess.root_motion_clip``)."""
-    if not variant:
-        return clip, np.zeros((clip.frames, 6), np.float32)
-    if variant not in ("root", "root_loop"):
-        raise ValueError(f"unknown clip variant {variant!r}")
-    from .preprocess import root_motion_clip
-
-    return root_motion_clip(skeleton, clip, loop=variant == "root_loop")
+def _offsets(tables):
+    """(kind, arrays, index of its first array among all kinds' arrays) per node type with tables."""
+    k = 0
+    for kind, arrays in tables.items():
+        yield kind, arrays, k
+        k += len(arrays)
 
 
 def _frame_db(skeleton, clips, variants=()):
-    """One frame array for every clip (and every ``(name, variant)`` asked for), ClipRanges into it, the parents.
+    """The clip database: one frame array for every clip and variant, ClipRanges into it, each node type's tables.
 
-    ``db = (pos, rot, scl, parents, keys, unit, motion)``: ``keys`` (F, J, KEY_WIDTH) the
-    sample node's key table, ``unit`` (F,) 1.0 on the frames of clips whose scales are all
-    exactly 1, ``motion`` (F, 6) the root motion of root-motion variants (zero elsewhere).
+    ``variants``: ``(asset name, variant, node type)`` triples (``Node.clip_variants``); each
+    becomes a clip of its own, made by the node type's ``clip_variant``.  Returns ``(db,
+    ranges, tables)``: ``db = (pos, rot, scl, parents)`` float32 frame arrays and int64
+    parents; ``tables`` maps each registered node type with ``CLIP_TABLES`` to its tables
+    over the whole frame array, in the executor's kind order.
     """
-    from .nodes.sample import KEY_WIDTH, key_table
-
     joints = len(skeleton) if skeleton is not None else 0
-    entries = [(name, name, clip, "") for name, clip in clips.items()]
-    entries += [((name, v), name, clips[name], v) for name, v in dict.fromkeys(variants) if name in clips]
-    ranges, start, parts = {}, 0, []
-    for key, name, clip, variant in entries:
-        clip, motion = _variant(skeleton, clip, variant)
-        ranges[key] = ClipRange(start, clip.frames, clip.dt, clip, variant)
-        parts.append((clip, motion))
+    entries = [(name, clip) for name, clip in clips.items()]
+    for name, variant, cls in dict.fromkeys(variants):
+        if name in clips:
+            entries.append(((name, variant), cls.clip_variant(skeleton, clips[name], variant)))
+    ranges, start = {}, 0
+    for key, clip in entries:
+        ranges[key] = ClipRange(start, clip.frames, clip.dt, clip, key[1] if isinstance(key, tuple) else "")
         start += clip.frames
+    parts = [clip for _, clip in entries]
 
     def stack(arrays, shape):
         if not arrays:
             return np.zeros(shape, np.float32)
         return np.ascontiguousarray(np.concatenate(arrays), dtype=np.float32)
 
-    tables = [key_table(c) for c, _ in parts]
-    keys = stack([k for k, _ in tables], (0, joints, KEY_WIDTH))
-    unit = stack([np.full(c.frames, float(u)) for (c, _), (_, u) in zip(parts, tables)], (0,))
-    motion = stack([m for _, m in parts], (0, 6))
     parents = np.ascontiguousarray(skeleton.parents if skeleton is not None else [], dtype=np.int64)
-    fields = [stack([getattr(c, f) for c, _ in parts], (0, joints, w))
-              for f, w in (("pos", 3), ("rot", 4), ("scl", 3))]
-    return (*fields, parents, keys, unit, motion), ranges
+    fields = [stack([getattr(c, f) for c in parts], (0, joints, w)) for f, w in (("pos", 3), ("rot", 4), ("scl", 3))]
+    tables = {}
+    for kind in kinds():
+        specs = REGISTRY[kind].CLIP_TABLES
+        if specs:
+            tables[kind] = tuple(stack([t.build(c) for c in parts], (0, *t.frame_shape(joints))) for t in specs)
+    return (*fields, parents), ranges, tables
 
 
 # ---------------------------------------------------------------- layout
@@ -349,8 +348,8 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
     skeleton, clips = load_assets(graph, assets, skeleton)
     if uses_pose and skeleton is None:
         raise GraphError("the graph has pose nodes but no skeleton: add a clip asset", file=file)
-    variants = [v for nid in order for v in nodes[nid].clip_variants()]
-    db, ranges = _frame_db(skeleton, clips, variants)
+    variants = [(name, variant, type(nodes[nid])) for nid in order for name, variant in nodes[nid].clip_variants()]
+    db, ranges, tables = _frame_db(skeleton, clips, variants)
     ctx = PlanContext(skeleton, ranges, checked.spaces)
 
     kind_of = {name: i for i, name in enumerate(kinds())}
@@ -426,19 +425,22 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
         block = _signal_block(kind, nodes[nid].default)
         sig_init[off:off + len(block)] = block
     n_slots = max(slots.count, 1)
-    # The executor reads the clips from one flat buffer: plan.db holds views of it (no second copy).
-    clipbuf = np.ascontiguousarray(np.concatenate([a.ravel() for a in (*db[:3], *db[4:])]), dtype=np.float32)
+    # The executor reads the clips from one flat buffer: plan.db and plan.tables hold views of it (no second copy).
+    flat = [*db[:3], *(a for arrays in tables.values() for a in arrays)]
+    clipbuf = np.ascontiguousarray(np.concatenate([a.ravel() for a in flat]), dtype=np.float32)
     views, at = [], 0
-    for a in (*db[:3], *db[4:]):
+    for a in flat:
         views.append(clipbuf[at:at + a.size].reshape(a.shape))
         at += a.size
-    db = (*views[:3], db[3], *views[3:])
+    db = (*views[:3], db[3])
+    tables = {kind: tuple(views[3:][k:k + len(arrays)]) for kind, arrays, k in _offsets(tables)}
     return Plan(
         graph=graph,
         batch=int(batch),
         skeleton=skeleton,
         clips=ranges,
         db=db,
+        tables=tables,
         order=list(order),
         nodes=nodes,
         ops=ops,

@@ -14,19 +14,20 @@ rate; a looping clip interpolates from its last key back to its first like any o
 segment (period = frames * dt); a clamped clip holds its end keys with zero velocity.
 
 Everything that does not depend on the sampling time is computed once per clip, at plan
-time, into a key table (``key_table``, the executor's ``db[4]``): per key and joint the
+time, into a key table (``key_table``, the node's ``db[KEYS]``): per key and joint the
 normalized rotation ``q_k``, ``r1``, the chart tangents ``m_k`` and ``m_k1`` (those of a
 looping clip; a clamped clip's one-sided end tangents are both ``r1``) and ``log(scl)``, all
 rounded to float32.  Per sample and joint there remain the Hermite weights, one exp map and
 (cubic) its left Jacobian from the same sin and cos; linear mode needs no Jacobian, since
 ``dr/ds = r1`` is parallel to ``r = s r1`` and ``J(r) r1 = r1``.  Clips whose scales are all
-exactly 1 skip the scale channels (``db[5]``).  ``sample_kernel`` builds the same rows on the
+exactly 1 skip the scale channels (``db[UNIT_SCALE]``).  ``sample_kernel`` builds the same rows on the
 fly from the clip's keys, so both paths give identical results.
 
-Root motion (``root_motion: true``): the planner prepares a root-relative variant of the
-clip (``preprocess.root_motion_clip``): each root joint relative to the simulation bone
-(the upper spine projected to the ground, facing with the hips), and per frame the bone's
-velocity and turn rate in its own frame, which the node interpolates like a channel and
+Root motion (``root_motion: true``): the node asks the planner for a root-relative variant
+of the clip (``clip_variant``, ``preprocess.root_motion_clip``): each root joint relative to
+the simulation bone (the upper spine projected to the ground, facing with the hips); its
+table ``db[ROOT_MOTION]`` holds per frame the bone's velocity and turn rate in its own
+frame (``preprocess.motion_track``), which the node interpolates like a channel and
 outputs, times the playback rate, as a ``motion`` signal.  The graph's output node
 integrates that signal into the character's placement, so a looping clip whose root
 travels plays on without snapping back (a looping variant is also made seamless: the
@@ -61,7 +62,8 @@ from animgraph.maths import (
     vsub,
 )
 from animgraph.limits import RATE_MAX, TIME_MAX
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import DB_POS, DB_ROT, DB_SCL, ClipTable, Node, Port, db_indices, register, slot
+from animgraph.preprocess import motion_track, root_motion_clip
 from animgraph.pose import Clip, Pose, number, numbers
 
 ZERO = (0.0, 0.0, 0.0)
@@ -212,6 +214,27 @@ def key_table(clip):
     return out, bool(np.all(clip.scl == 1.0))
 
 
+def unit_scale_table(clip):
+    """(F,) 1.0 on every frame of a clip whose scales are all exactly 1 (its scale channels are skipped), else 0."""
+    return np.full(clip.frames, float(np.all(clip.scl == 1.0)), np.float32)
+
+
+def root_motion_table(clip):
+    """(F, 6) the simulation bone's velocity (m/s) and angular velocity (rad/s) in its own frame; zero without a bone."""
+    if clip.root_pos is None:
+        return np.zeros((clip.frames, 6), np.float32)
+    return motion_track(clip.root_pos, clip.root_rot, clip.dt)
+
+
+# The sample node's per-frame tables (``db[KEYS]`` ... in its kernel), computed per clip at plan time.
+CLIP_TABLES = (
+    ClipTable("keys", ("joints", KEY_WIDTH), lambda clip: key_table(clip)[0]),
+    ClipTable("unit_scale", (), unit_scale_table),
+    ClipTable("root_motion", (6,), root_motion_table),
+)
+KEYS, UNIT_SCALE, ROOT_MOTION = db_indices(CLIP_TABLES)
+
+
 @njit(cache=True)
 def key_rotation(rot, frames, k, j, cubic):
     """(q_k, r1, m0, m1) of key ``k`` of joint ``j`` as the key table holds them, from the clip's keys.
@@ -317,7 +340,7 @@ def rotation_rows(w, dw, cubic, row, first, last, vs, out_rot, out_ang):
 
 @njit(cache=True, error_model="numpy")
 def sample_keys_kernel(cpos, ktab, unit, start, frames, key_dt, t, rate, cubic, loop, out):
-    """``sample_kernel`` reading the precomputed key table ``ktab`` (db[4]) and unit-scale flags ``unit`` (db[5]).
+    """``sample_kernel`` reading the precomputed key table ``ktab`` and unit-scale flags ``unit`` (``CLIP_TABLES``).
 
     One pass over the joints per channel: short loops without per-joint branches.
     """
@@ -351,11 +374,11 @@ def advance(clock, step, frames, key_dt, loop):
 
 @njit(cache=True)
 def sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out):
-    """Sample from the graph's clip database: its key table when it has one (db[4], db[5]), else the keys."""
-    if len(db) > 4:  # a constant when numba compiles: the other branch is pruned
-        sample_keys_kernel(db[0], db[4], db[5], start, frames, key_dt, t, rate, cubic, loop, out)
+    """Sample from the graph's clip database: its key table when it has one (``db[KEYS]``), else the keys."""
+    if len(db) > KEYS:  # a constant when numba compiles: the other branch is pruned
+        sample_keys_kernel(db[DB_POS], db[KEYS], db[UNIT_SCALE], start, frames, key_dt, t, rate, cubic, loop, out)
     else:
-        sample_kernel(db[0], db[1], db[2], start, frames, key_dt, t, rate, cubic, loop, out)
+        sample_kernel(db[DB_POS], db[DB_ROT], db[DB_SCL], start, frames, key_dt, t, rate, cubic, loop, out)
 
 
 @njit(cache=True, error_model="numpy")
@@ -379,9 +402,9 @@ def motion_at(motion, start, frames, key_dt, t, rate, cubic, loop):
 
 @njit(cache=True)
 def put_motion(sig, at, db, start, frames, key_dt, t, rate, cubic, loop):
-    """Write the root motion at time ``t`` (from ``db[6]``) into the signal block ``sig[at:at+6]``."""
-    if len(db) > 6:  # a constant when numba compiles: a db without root motion leaves it zero
-        vel, ang = motion_at(db[6], start, frames, key_dt, t, rate, cubic, loop)
+    """Write the root motion at time ``t`` (from ``db[ROOT_MOTION]``) into the signal block ``sig[at:at+6]``."""
+    if len(db) > ROOT_MOTION:  # a constant when numba compiles: a db without root motion leaves it zero
+        vel, ang = motion_at(db[ROOT_MOTION], start, frames, key_dt, t, rate, cubic, loop)
         for c in range(3):
             sig[at + c] = vel[c]
             sig[at + 3 + c] = ang[c]
@@ -420,6 +443,7 @@ class Sample(Node):
     """Play a clip: its local pose with exact velocities, on its own clock or at a given time."""
 
     type: Literal["sample"] = "sample"
+    CLIP_TABLES: ClassVar[tuple] = CLIP_TABLES
     clip: str = Field(min_length=1, description="clip asset name")
     mode: Literal["linear", "cubic"] = "cubic"
     loop: bool = True
@@ -451,6 +475,13 @@ class Sample(Node):
 
     def clip_variants(self):
         return ((self.clip, self._variant()),) if self.root_motion else ()
+
+    @classmethod
+    def clip_variant(cls, skeleton, clip, variant):
+        """The root-relative clip (``root`` or seamless ``root_loop``) with its simulation bone."""
+        if variant not in ("root", "root_loop"):
+            return super().clip_variant(skeleton, clip, variant)
+        return root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
 
     def params(self, ctx):
         r = ctx.clip(self, "clip", self.clip, self._variant())

@@ -114,7 +114,8 @@ def test_assets_share_one_frame_array(tmp_path):
     assert (r["jog"].start, r["jog"].frames) == (walk.frames, jog.frames)
     assert r["short"].start == walk.frames + jog.frames and r["short"].frames == 7
     assert r["short"].dt == pytest.approx(1 / 30)
-    pos, rot, scl, parents, keys, unit, motion = plan.db
+    pos, rot, scl, parents = plan.db
+    keys, unit, motion = plan.tables["sample"]  # the sample node's CLIP_TABLES, through the registry
     assert pos.dtype == np.float32 and pos.shape == (walk.frames + jog.frames + 7, len(skel), 3)
     np.testing.assert_array_equal(rot[r["jog"].start:r["jog"].start + jog.frames], jog.rot)
     np.testing.assert_allclose(pos[r["short"].start:], walk.pos[:7], atol=1e-4)  # BVH text round trip
@@ -228,3 +229,60 @@ def test_unknown_joint_names_node_and_field():
         make_plan(graph(nodes, links, file="g.json"))
     assert (info.value.node, info.value.port) == ("look", "joint")
     assert "g.json" in str(info.value)
+
+
+@pytest.fixture
+def tabled():
+    """A test-only node type with per-clip tables and a clip variant of its own (never compiled)."""
+    from animgraph.node import ClipTable, db_indices
+
+    frame_no = ClipTable("frame_no", (), lambda clip: np.arange(clip.frames, dtype=np.float32))
+    heights = ClipTable("heights", ("joints", 1), lambda clip: clip.pos[..., 1:2])
+
+    @register(_probe_kernel)
+    class Tabled(Node):
+        type: Literal["plan_tabled"] = "plan_tabled"
+        clip: str = "walk"
+        CLIP_TABLES = (frame_no, heights)
+        INPUTS = (Port("pose", "pose", "any"),)
+        OUTPUTS = (Port("pose", "pose", "any"),)
+
+        def clip_variants(self):
+            return ((self.clip, "reversed"),)
+
+        @classmethod
+        def clip_variant(cls, skeleton, clip, variant):
+            return ag.Clip(skeleton, clip.pos[::-1], clip.rot[::-1], clip.scl[::-1], clip.dt)
+
+        def params(self, ctx):
+            r = ctx.clip(self, "clip", self.clip, "reversed")
+            return np.array([r.start, r.frames], np.float64)
+
+    assert db_indices(Tabled.CLIP_TABLES) == (4, 5)
+    graph_mod.sync_registry()
+    yield
+    REGISTRY.pop("plan_tabled")
+    graph_mod.sync_registry()
+
+
+def test_a_node_type_brings_its_own_tables_and_variants(tabled):
+    """Per-asset precomputation is a registry hook: the planner and the executor name no node module."""
+    from animgraph import executor
+
+    nodes, links = chain()
+    nodes.insert(1, {"id": "t", "type": "plan_tabled"})
+    links = [["rest.pose", "t.pose"], ["t.pose", "out.pose"]]
+    plan = make_plan(graph(nodes, links))
+    walk = plan.clips["walk"]
+    start, frames = plan.par[plan.ops[plan.op("t"), 4]:plan.ops[plan.op("t"), 5]].astype(int)
+    assert (start, frames) == (plan.clips[("walk", "reversed")].start, walk.frames) and start >= walk.frames
+    pos = plan.db[0]
+    np.testing.assert_array_equal(pos[start:start + frames], pos[walk.start:walk.start + frames][::-1])
+    frame_no, heights = plan.tables["plan_tabled"]
+    np.testing.assert_array_equal(frame_no[start:start + frames], np.arange(frames))
+    np.testing.assert_array_equal(heights[..., 0], pos[..., 1])
+    # The generated executor hands the node type a db of the four common arrays and its two tables.
+    text = executor.source(executor.kinds())
+    i = executor.kinds().index("plan_tabled")
+    assert "# plan_tabled.frame_no" in text and f"db{i} = (db[0], db[1], db[2], db[3]," in text
+
