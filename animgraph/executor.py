@@ -11,9 +11,10 @@ Arguments of ``run_serial``/``run_parallel`` (B characters), few and flat so tha
 a call costs little Python::
 
     table   int64:  header [n_ops, ops_at, io_at, parents_at, n_sig, slots, joints, frames],
-                    the op table (8 per op: kind, ins start, outs start = ins stop, outs stop
-                    (into io), par start, par stop, state start, state stop), io (port
-                    locators: pose slot or signal offset, -1 unlinked), the parents
+                    the op table (OP_WIDTH per op: kind, ins start, outs start = ins stop, outs
+                    stop (into io), par start, par stop, state start, state stop), io (port
+                    locators: pose slot or signal offset, -1 unlinked), the parents; the
+                    columns are named once below (``N_OPS`` ..., ``OP_KIND`` ...)
     par     float64 (P,):   parameters of every op (shared by the characters)
     chars   float64 (B, n_sig + S): per character, the signal buffer then the state
     vecs    float32 (B, 5, slots, J, 3): per character, pos scl vel ang svl of every slot
@@ -48,11 +49,18 @@ from .node import REGISTRY
 
 _LOADED = {}
 
+# The int64 table, named once here and used everywhere (planner, generated executor, Python reference):
+# its header, then one row per op of OP_WIDTH columns (ranges into io, par and the state).
+N_OPS, OPS_AT, IO_AT, PARENTS_AT, N_SIG, SLOTS, JOINTS, FRAMES = range(8)
+HEADER_WIDTH = 8
+OP_KIND, OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END = range(8)
+OP_WIDTH = 8
+
 
 @njit(cache=True)
 def clip_db(table, clipbuf):
     """What every kernel's ``db`` begins with (see ``animgraph.node``): views of ``clipbuf`` and the table's parents."""
-    parents_at, joints, frames = table[3], table[6], table[7]
+    parents_at, joints, frames = table[PARENTS_AT], table[JOINTS], table[FRAMES]
     f3, f4 = frames * joints * 3, frames * joints * 4
     return (
         clipbuf[0:f3].reshape((frames, joints, 3)),
@@ -76,7 +84,7 @@ def _dbs_source(names):
         "@njit(cache=True)",
         "def dbs(table, clipbuf):",
         "    db = clip_db(table, clipbuf)",
-        "    joints, frames = table[6], table[7]",
+        f"    joints, frames = table[{JOINTS}], table[{FRAMES}]",
         "    at = frames * joints * 10  # after clip_pos, clip_rot, clip_scl",
     ]
     out, n = ["db"], 0
@@ -132,18 +140,18 @@ def source(names):
         "",
         "@njit(cache=True)",
         f"def character(c, table, par, chars, vecs, rots, {dbs}, dt):",
-        "    n_ops, ops_at, io_at, n_sig = table[0], table[1], table[2], table[4]",
+        f"    n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
         "    v = vecs[c]",
         "    pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
         "    s = chars[c, 0:n_sig]",
         "    t = chars[c, n_sig:]",
         "    for i in range(n_ops):",
-        "        o = ops_at + 8 * i",
-        "        kind = table[o]",
-        "        ins = table[io_at + table[o + 1]:io_at + table[o + 2]]",
-        "        outs = table[io_at + table[o + 2]:io_at + table[o + 3]]",
-        "        p = par[table[o + 4]:table[o + 5]]",
-        "        x = t[table[o + 6]:table[o + 7]]",
+        f"        o = ops_at + {OP_WIDTH} * i",
+        f"        kind = table[o + {OP_KIND}]",
+        f"        ins = table[io_at + table[o + {OP_INS}]:io_at + table[o + {OP_OUTS}]]",
+        f"        outs = table[io_at + table[o + {OP_OUTS}]:io_at + table[o + {OP_OUTS_END}]]",
+        f"        p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
+        f"        x = t[table[o + {OP_STATE}]:table[o + {OP_STATE_END}]]",
     ]
     for i, name in enumerate(names):
         lines.append(f"        {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
@@ -227,7 +235,7 @@ def python_run(table, par, chars, vecs, rots, clipbuf, dt):
     """
     names = kinds()
     kernels = [REGISTRY[name].KERNEL for name in names]
-    n_ops, ops_at, io_at, n_sig = (int(x) for x in table[[0, 1, 2, 4]])
+    n_ops, ops_at, io_at, n_sig = (int(x) for x in table[[N_OPS, OPS_AT, IO_AT, N_SIG]])
     every = iter(load().dbs(table, clipbuf))  # the core db, then those of node types with tables
     core = next(every)
     db = [next(every) if REGISTRY[name].CLIP_TABLES else core for name in names]
@@ -237,6 +245,8 @@ def python_run(table, par, chars, vecs, rots, clipbuf, dt):
         pose = (v[0], rots[c], v[1], v[2], v[3], v[4])
         s, t = chars[c, :n_sig], chars[c, n_sig:]
         for i in range(n_ops):
-            kind, a, b, e, p0, p1, s0, s1 = table[ops_at + 8 * i:ops_at + 8 * i + 8]
-            kernels[kind](table[io_at + a:io_at + b], table[io_at + b:io_at + e], par[p0:p1], t[s0:s1],
-                          pose, s, db[kind], dt)
+            row = table[ops_at + OP_WIDTH * i:ops_at + OP_WIDTH * (i + 1)]
+            kind = row[OP_KIND]
+            kernels[kind](table[io_at + row[OP_INS]:io_at + row[OP_OUTS]],
+                          table[io_at + row[OP_OUTS]:io_at + row[OP_OUTS_END]],
+                          par[row[OP_PAR]:row[OP_PAR_END]], t[row[OP_STATE]:row[OP_STATE_END]], pose, s, db[kind], dt)

@@ -27,6 +27,7 @@ import numpy as np
 from .errors import GraphError
 from .limits import DT_MAX, SIGNAL_MAX, TIME_MAX
 from .maths import qmul, qnormalize, qrot
+from .executor import OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END
 from .node import SIGNAL_SIZE
 from .pose import Pose
 
@@ -260,7 +261,7 @@ class Instance:
         if new.inputs() != node.inputs() or new.outputs() != node.outputs():
             raise GraphError("this change alters the node's ports: compile the graph again", node_id, field, file)
         i = self.plan.op(node_id)
-        a, b, s0, s1 = self.plan.ops[i, 4:8]
+        a, b, s0, s1 = self.plan.ops[i, [OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END]]
         p = self.plan.node_params(new)
         s = self.plan.node_state(new, 0.0)
         if len(p) != b - a or len(s) != s1 - s0:

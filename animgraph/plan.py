@@ -32,13 +32,12 @@ import numpy as np
 
 from .check import check, has_constant
 from .errors import AnimgraphError, GraphError
-from .executor import kinds
+from .executor import HEADER_WIDTH, OP_STATE, OP_WIDTH, kinds
 from .graph import BUNDLED_PREFIX, AssetSpec, Graph
 from .instance import Instance
 from .node import REGISTRY, SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
 
-OPS_COLUMNS = 8
 MAX_BATCH = 1 << 20  # characters per plan
 
 
@@ -327,11 +326,10 @@ def _signal_block(kind, value):
 
 
 def _table(ops, io, parents, n_sig, slots, joints, frames):
-    """The executor's int64 table: header, op rows, port locators, parents."""
-    header = 8
-    ops_at, io_at = header, header + ops.size
+    """The executor's int64 table: header (``executor.N_OPS`` ...), op rows, port locators, parents."""
+    ops_at, io_at = HEADER_WIDTH, HEADER_WIDTH + ops.size
     parents_at = io_at + io.size
-    head = [len(ops), ops_at, io_at, parents_at, n_sig, slots, joints, frames]
+    head = [len(ops), ops_at, io_at, parents_at, n_sig, slots, joints, frames]  # in the header's column order
     return np.ascontiguousarray(np.concatenate([head, ops.ravel(), io, parents]), dtype=np.int64)
 
 
@@ -374,7 +372,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
 
     for i, nid in enumerate(order):
         node = nodes[nid]
-        row = [kind_of[node.type], len(io)]
+        row = [kind_of[node.type], len(io)]  # the executor's OP_KIND, OP_INS, ... in order
         for name, port in checked.inputs[nid].items():
             src = checked.feeds.get((nid, name))
             if src is not None:
@@ -416,9 +414,9 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
             inputs[nid] = (located[(nid, name)], port.signal)
         if nid in sinks:
             (name, port), = checked.outputs[nid].items()
-            outputs[nid] = (port.signal, located[(nid, name)], row[6])
+            outputs[nid] = (port.signal, located[(nid, name)], row[OP_STATE])
 
-    ops = np.array(ops, dtype=np.int64).reshape(-1, OPS_COLUMNS)
+    ops = np.array(ops, dtype=np.int64).reshape(-1, OP_WIDTH)
     io = np.array(io, dtype=np.int64)
     sig_init = np.concatenate(sig_parts) if sig_parts else np.zeros(0)
     for nid, (off, kind) in inputs.items():  # inputs start at their defaults

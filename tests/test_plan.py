@@ -7,7 +7,7 @@ import pytest
 
 import animgraph as ag
 from animgraph import graph as graph_mod
-from animgraph.executor import kinds
+from animgraph.executor import OP_KIND, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END, kinds
 from animgraph.node import REGISTRY, SIGNAL_SIZE, Node, Port, register
 from animgraph.nodes.sample import key_table
 from animgraph.plan import make_plan
@@ -59,7 +59,7 @@ def test_chain_reuses_two_slots_and_pins_the_output():
     plan = make_plan(graph(*chain("fk", "bk", "fk", "bk", "fk", "bk")))
     check_liveness(plan)
     assert plan.n_slots == 2, "two slots ping-pong; the output takes the one its input no longer needs"
-    assert [ag.executor.kinds()[k] for k in plan.ops[:, 0]] == ["constant"] + ["fk", "bk"] * 3 + ["output"]
+    assert [ag.executor.kinds()[k] for k in plan.ops[:, OP_KIND]] == ["constant"] + ["fk", "bk"] * 3 + ["output"]
 
 
 def test_fan_out_liveness():
@@ -85,9 +85,9 @@ def test_op_ranges_tile_params_and_state():
     nodes.append({"id": "wo", "type": "output", "signal": "vec3"})
     links.append(["w.value", "wo.value"])
     plan = make_plan(graph(nodes, links))
-    assert plan.ops[0, 4] == 0 and plan.ops[-1, 5] == len(plan.par)
-    assert np.all(plan.ops[1:, 4] == plan.ops[:-1, 5]) and np.all(plan.ops[1:, 6] == plan.ops[:-1, 7])
-    assert plan.ops[-1, 7] == plan.n_state
+    assert plan.ops[0, OP_PAR] == 0 and plan.ops[-1, OP_PAR_END] == len(plan.par)
+    assert np.all(plan.ops[1:, OP_PAR] == plan.ops[:-1, OP_PAR_END]) and np.all(plan.ops[1:, OP_STATE] == plan.ops[:-1, OP_STATE_END])
+    assert plan.ops[-1, OP_STATE_END] == plan.n_state
     for nid, r in zip(plan.order, plan.ops):
         np.testing.assert_array_equal(plan.par[r[4]:r[5]], plan.nodes[nid].params(plan.ctx))
     off, kind = plan.inputs["w"]
@@ -217,7 +217,7 @@ def test_unlinked_signal_inputs_take_the_field_value(probe):
     off, _ = plan.constants[("q", "aim")]
     np.testing.assert_array_equal(plan.sig_init[off:off + 6], [1, 2, 3, 0, 0, 0])
     assert ("q", "gain") not in plan.constants, "a linked input takes its link"
-    assert plan.ops[:, 0].tolist().count(kinds().index("plan_probe")) == 2
+    assert plan.ops[:, OP_KIND].tolist().count(kinds().index("plan_probe")) == 2
 
 
 def test_unknown_joint_names_node_and_field():
@@ -274,7 +274,7 @@ def test_a_node_type_brings_its_own_tables_and_variants(tabled):
     links = [["rest.pose", "t.pose"], ["t.pose", "out.pose"]]
     plan = make_plan(graph(nodes, links))
     walk = plan.clips["walk"]
-    start, frames = plan.par[plan.ops[plan.op("t"), 4]:plan.ops[plan.op("t"), 5]].astype(int)
+    start, frames = plan.par[plan.ops[plan.op("t"), OP_PAR]:plan.ops[plan.op("t"), OP_PAR_END]].astype(int)
     assert (start, frames) == (plan.clips[("walk", "reversed")].start, walk.frames) and start >= walk.frames
     pos = plan.db[0]
     np.testing.assert_array_equal(pos[start:start + frames], pos[walk.start:walk.start + frames][::-1])

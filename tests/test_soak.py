@@ -17,6 +17,7 @@ import pytest
 
 import animgraph as ag
 from animgraph import graphs
+from animgraph.executor import OP_STATE
 
 FRAMES = 1_000_000
 CHECK = 10_000
@@ -53,7 +54,7 @@ def test_locomotion_soak_million_frames():
     plan = ag.compile(graphs.path("locomotion"), batch=BATCH)
     inst = plan.instance(parallel=False)  # threads cost more than they save for 4 characters
     dt = Fraction(1, 60)
-    samples = {nid: plan.ops[plan.op(nid), 6] for nid in ("walk", "jog", "run")}
+    samples = {nid: plan.ops[plan.op(nid), OP_STATE] for nid in ("walk", "jog", "run")}
     periods = {nid: Fraction(plan.clips[nid].frames) * Fraction(plan.clips[nid].dt) for nid in samples}
     played = {nid: Fraction(0) for nid in samples}  # exact seconds each clock has played
     step = inst.step
