@@ -37,6 +37,7 @@ executor name no node module: everything a node type precomputes comes through t
 
 from __future__ import annotations
 
+import collections
 import typing
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, NamedTuple
@@ -69,6 +70,47 @@ class ClipTable:
 def db_indices(tables):
     """Indices in a kernel's ``db`` of a node type's ``CLIP_TABLES`` (after the four of every kernel)."""
     return tuple(range(DB_PARENTS + 1, DB_PARENTS + 1 + len(tables)))
+
+
+def fields(name, **widths):
+    """Named offsets into a flat float64 array (parameters or state), declared once: ``PAR = fields("PAR", halflife=1, hinge=3)``.
+
+    The result is a namedtuple of offsets (``PAR.halflife == 0``, ``PAR.hinge == 1``) that a
+    kernel indexes with (``par[PAR.hinge + 2]``: numba folds the offsets to constants); its
+    class knows ``SIZE`` (4 here), the ``WIDTHS`` and ``pack(**values)``, which lays out a
+    float64 array from every field by name (a number, or ``width`` numbers).
+    """
+    offsets, at = [], 0
+    for width in widths.values():
+        if not (isinstance(width, int) and width >= 1):
+            raise ValueError(f"{name}: field widths must be whole numbers >= 1, got {widths}")
+        offsets.append(at)
+        at += width
+    cls = collections.namedtuple(name, list(widths))
+    cls.SIZE, cls.WIDTHS = at, dict(widths)
+    cls.pack = classmethod(_pack)
+    return cls(*offsets)
+
+
+def port_indices(name, ports):
+    """Named indices of ``ports`` (declaration order) into a kernel's ``ins`` or ``outs``: ``ins[IN.alpha]``."""
+    return collections.namedtuple(name, [p.name for p in ports])(*range(len(ports)))
+
+
+def _pack(cls, **values):
+    """A float64 array of every field of ``cls`` (a ``fields`` layout) from ``values`` by name."""
+    if set(values) != set(cls.WIDTHS):
+        missing, extra = set(cls.WIDTHS) - set(values), set(values) - set(cls.WIDTHS)
+        raise ValueError(f"{cls.__name__}.pack: missing {sorted(missing)}, unknown {sorted(extra)}")
+    out = np.empty(cls.SIZE, np.float64)
+    at = 0
+    for key, width in cls.WIDTHS.items():
+        value = np.asarray(values[key], np.float64).reshape(-1)
+        if value.size != width:
+            raise ValueError(f"{cls.__name__}.{key}: {width} number(s), got {value.size}")
+        out[at:at + width] = value
+        at += width
+    return out
 
 
 SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6}

@@ -286,3 +286,20 @@ def test_a_node_type_brings_its_own_tables_and_variants(tabled):
     i = executor.kinds().index("plan_tabled")
     assert "# plan_tabled.frame_no" in text and f"db{i} = (db[0], db[1], db[2], db[3]," in text
 
+
+
+def test_fields_name_offsets_and_pack_by_name():
+    from animgraph.node import fields, port_indices
+
+    par = fields("Par", joints=4, radius=1, hinge=3)
+    assert (par.joints, par.radius, par.hinge, par.SIZE) == (0, 4, 5, 8)
+    np.testing.assert_array_equal(par.pack(hinge=(1, 0, 0), radius=0.2, joints=[5, 6, 7, 8]),
+                                  [5, 6, 7, 8, 0.2, 1, 0, 0])
+    with pytest.raises(ValueError, match="missing"):
+        par.pack(joints=[1, 2, 3, 4], radius=1)
+    with pytest.raises(ValueError, match="hinge"):
+        par.pack(joints=[1, 2, 3, 4], radius=1, hinge=(1, 0))
+    with pytest.raises(ValueError):
+        fields("Bad", a=0)
+    ins = port_indices("In", (Port("pose", "pose", "any"), Port("alpha", "scalar")))
+    assert (ins.pose, ins.alpha) == (0, 1)
