@@ -50,6 +50,7 @@ import numpy as np
 from . import kform, ops
 from .errors import AnimgraphError
 from .pose import Clip, Pose
+from .stencil import FRAME, STEPS, advance, identity_rot, play, ramp, stencil  # noqa: F401 (cases use them)
 
 H = 3e-4  # difference step h (s); the differences use steps h, 2h and 4h
 TOL = 1e-3  # relative error every node must reach (see the module docstring)
@@ -58,11 +59,9 @@ TOL = 1e-3  # relative error every node must reach (see the module docstring)
 # the nearly straight locked leg amplifies the float32 rounding of its input pose (with
 # float64 inputs the same case agrees to 1e-4).
 TOLERANCES = {}
-STEPS = (-8, -4, -2, -1, 0, 1, 2, 4, 8)  # stencil times, in steps of h
 SCALES = (1, 2, 4)  # steps of the five-point differences, in steps of h
 FIVE_POINT = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0  # weights of x(t-2s), x(t-s), x(t+s), x(t+2s), over s
 GROUP = 20  # test times run together (one batch; stateful ops share one transition lag)
-FRAME = 1.0 / 60.0  # game frame (s) the stateful cases step at before the stencil
 WOBBLE = 0.05  # amplitude of the scales' log-wobble
 NOT_OPERATORS = ("input", "constant", "output")  # graph plumbing: nothing to differentiate
 
@@ -151,7 +150,7 @@ class Motion:
         w = 2 * np.pi * 0.6
         pos = np.stack([0.4 * np.sin(w * t), 0.2 * np.cos(w * t), np.ones_like(t)], -1)
         vel = np.stack([0.4 * w * np.cos(w * t), -0.2 * w * np.sin(w * t), np.zeros_like(t)], -1)
-        point = kform.mul(self.glob(t)[:, 0], Pose(pos, _identity_rot(t), vel=vel))
+        point = kform.mul(self.glob(t)[:, 0], Pose(pos, identity_rot(t), vel=vel))
         return point.pos, point.vel
 
     def reach_target(self, t):
@@ -167,43 +166,6 @@ class Motion:
         """Whether the leg's toe is on the ground at times ``t`` (per frame, from the clip)."""
         frame = np.clip(np.rint(np.asarray(t) / self.clip.dt).astype(int), 0, self.clip.frames - 1)
         return self.contacts[frame]
-
-
-def _identity_rot(t):
-    rot = np.zeros(np.shape(t) + (4,))
-    rot[..., 0] = 1.0
-    return rot
-
-
-def ramp(offset, at=0.7, rate=0.5):
-    """Weight ``at + rate * offset`` and its rate, one per call (look_at and two_bone_ik take one weight per batch)."""
-    return at + rate * float(np.ravel(offset)[0]), rate
-
-
-# ---------------------------------------------------------------- evaluating ops at the stencil
-
-
-def stencil(f, t, h):
-    """``f(t + k h)`` for every stencil point ``k`` in STEPS: a stateless op's outputs."""
-    return [f(t + k * h) for k in STEPS]
-
-
-def advance(step, start, stop):
-    """Call ``step(times, dt)`` in equal steps of at most FRAME from ``start`` to ``stop``; the last output."""
-    span = float(np.ravel(stop - start)[0])
-    n = max(1, math.ceil(span / FRAME - 1e-9))
-    out = None
-    for k in range(1, n + 1):
-        out = step(start + span * k / n, span / n)
-    return out
-
-
-def play(step, start, t, h):
-    """A stateful op's outputs at the stencil points: stepped from ``start`` to the first, then through the rest."""
-    outs = [advance(step, start, t + STEPS[0] * h)]
-    for k0, k in zip(STEPS, STEPS[1:]):
-        outs.append(step(t + k * h, (k - k0) * h))
-    return outs
 
 
 # ---------------------------------------------------------------- one case per node
@@ -323,7 +285,7 @@ def case_foot_lock(m, t, h, rng):
 
     def step(s, dt):
         out = lock.update(m.pose(s), m.skel, m.contact(np.minimum(s, hold)), dt)
-        locked = Pose(lock.locked_pos[:, None], _identity_rot(s)[:, None], vel=lock.locked_vel[:, None])
+        locked = Pose(lock.locked_pos[:, None], identity_rot(s)[:, None], vel=lock.locked_vel[:, None])
         return out, locked
 
     outs = play(step, t - rng.uniform(0.1, 0.6), t, h)
