@@ -113,6 +113,10 @@ def _pack(cls, **values):
     return out
 
 
+CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
+# Kinds of fields that are more than a number, for generated editor widgets.
+FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "branches")
+
 SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6}
 SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
 SPACES = ("local", "global", "any")
@@ -178,6 +182,12 @@ class Node(BaseModel):
     OUTPUTS: ClassVar[tuple] = ()
     DOC: ClassVar[str] = ""
     CLIP_TABLES: ClassVar[tuple] = ()  # ClipTable per-frame tables the kernel reads from db
+    # What the editor and the checks need, declared by each node file:
+    CATEGORY: ClassVar[str] = ""  # palette group: one of CATEGORIES
+    FIELD_KINDS: ClassVar[dict] = {}  # field -> FIELD_KINDS entry, for fields that are more than a number
+    OP: ClassVar[object] = None  # the pure ``ag.ops`` function (or class) with the node's maths
+    VERIFY: ClassVar[object] = None  # the ``animgraph verify`` case: (motion, t, h, rng) -> stencils
+    PLUMBING: ClassVar[bool] = False  # graph plumbing (input, constant, output): no op, no verify case
 
     @model_validator(mode="before")
     @classmethod
