@@ -43,6 +43,7 @@ from animgraph.maths import (
     vmul,
     vsub,
 )
+from animgraph.kernels import copy_pose, get3, put3, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose, number, pose_arg
@@ -83,26 +84,7 @@ def apply_offset(k, pos, dpos, rot, drot, lscl, dlscl):
     )
 
 
-@njit(cache=True)
-def get3(a, j, c):
-    return (a[j, c], a[j, c + 1], a[j, c + 2])
-
-
-@njit(cache=True)
-def put3(a, j, c, v):
-    a[j, c] = v[0]
-    a[j, c + 1] = v[1]
-    a[j, c + 2] = v[2]
-
-
 # ---------------------------------------------------------------- whole poses (shared by node and op)
-
-
-@njit(cache=True)
-def copy_pose(src, dst):
-    """Copy pose tuple ``src`` into ``dst`` (any float types)."""
-    for f in range(6):
-        dst[f][:] = src[f]
 
 
 @njit(cache=True)
@@ -137,20 +119,6 @@ def still_active(cubic, length, t):
 
 
 # ---------------------------------------------------------------- node
-
-
-@njit(cache=True)
-def state_pose(st, o, joints):
-    """The kineform rows stored at ``st[o:]`` as a pose tuple of (J, 3|4) views."""
-    j3 = 3 * joints
-    return (
-        st[o : o + j3].reshape((joints, 3)),
-        st[o + j3 : o + j3 + 4 * joints].reshape((joints, 4)),
-        st[o + 7 * joints : o + 7 * joints + j3].reshape((joints, 3)),
-        st[o + 10 * joints : o + 10 * joints + j3].reshape((joints, 3)),
-        st[o + 13 * joints : o + 13 * joints + j3].reshape((joints, 3)),
-        st[o + 16 * joints : o + 16 * joints + j3].reshape((joints, 3)),
-    )
 
 
 @njit(cache=True)

@@ -31,17 +31,11 @@ from pydantic import Field, field_validator
 from animgraph.maths import (
     ang_to_sa_dx,
     from_scaled_angle_axis,
-    kdiv,
-    kidentity,
-    kmul,
-    load_kform,
     qbetween,
     qbetween_dx,
     qmul,
     qrot,
     sa_dx_to_ang,
-    store3,
-    store4,
     to_scaled_angle_axis,
     vadd,
     vcross,
@@ -56,6 +50,7 @@ from animgraph.maths import (
     vsub,
 )
 from animgraph.errors import GraphError
+from animgraph.kernels import copy_pose, joint_global, set_global_rotation
 from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose, number, numbers, parents_arg, pose_arg
@@ -67,46 +62,6 @@ HINT = 1e-2  # weight of the hinge axis in the bend direction (relative to the l
 TINY = 1e-9
 
 # ---------------------------------------------------------------- pose helpers (shared with look_at, foot_lock)
-
-
-@njit(cache=True)
-def joint_global(local, parents, j):
-    """Global kineform of joint ``j`` by FK along its ancestors only (root first, as FK does); identity for -1."""
-    if j < 0:
-        return kidentity()
-    depth = 0
-    p = parents[j]
-    while p >= 0:
-        depth += 1
-        p = parents[p]
-    g = kidentity()
-    for level in range(depth, -1, -1):
-        a = j
-        for _ in range(level):
-            a = parents[a]
-        g = kmul(g, load_kform(local, a))
-    return g
-
-
-@njit(cache=True)
-def copy_pose(src, dst):
-    """Copy pose tuple ``src`` into ``dst`` (the same arrays are fine)."""
-    dst[0][:] = src[0]
-    dst[1][:] = src[1]
-    dst[2][:] = src[2]
-    dst[3][:] = src[3]
-    dst[4][:] = src[4]
-    dst[5][:] = src[5]
-
-
-@njit(cache=True)
-def set_global_rotation(pose, parents, j, rot, ang):
-    """Give joint ``j`` of local pose tuple ``pose`` the global rotation ``rot`` turning at ``ang`` (rad/s)."""
-    par = joint_global(pose, parents, parents[j])
-    # Only rot and ang of the quotient are used; they do not depend on the other fields.
-    loc = kdiv(par, (par[0], rot, par[2], par[3], ang, par[5]))
-    store4(pose[1], j, loc[1])
-    store3(pose[4], j, loc[4])
 
 
 @njit(cache=True)
