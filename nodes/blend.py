@@ -18,7 +18,6 @@ from numba import njit
 from pydantic import Field
 
 from animgraph.maths import (
-    from_scaled_angle_axis_ang_sq,
     load_kform,
     qinv,
     qmul,
@@ -26,32 +25,16 @@ from animgraph.maths import (
     store_kform,
     to_scaled_angle_axis_dx,
     vadd,
-    vdot,
     vexp,
     vlerp,
     vlog,
     vscale,
     vsub,
+    weighted_rot_sq,
 )
 from animgraph.limits import unit_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose, numbers, pose_arg
-
-
-@njit(cache=True, error_model="numpy")
-def weighted_rot(d, dd, w, dw):
-    """``exp(w d)`` and its angular velocity (rad/s) for rotation vector ``d`` moving at ``dd``, weight ``w`` at ``dw``."""
-    return weighted_rot_sq(d, vdot(d, d), dd, w, dw)
-
-
-@njit(cache=True, error_model="numpy")
-def weighted_rot_sq(d, d2, dd, w, dw):
-    """``weighted_rot`` given ``d2 = |d|^2`` (rad^2); one sin and one cos for the exp map and its Jacobian."""
-    r = vscale(d, w)
-    dr = vscale(dd, w)
-    if dw != 0.0:
-        dr = vadd(vscale(d, dw), dr)
-    return from_scaled_angle_axis_ang_sq(r, d2 * (w * w), dr)
 
 
 @njit(cache=True, error_model="numpy")

@@ -29,14 +29,10 @@ from numba import njit
 from pydantic import Field, field_validator
 
 from animgraph.maths import (
-    ang_to_sa_dx,
-    from_scaled_angle_axis,
     qbetween,
     qbetween_dx,
     qmul,
     qrot,
-    sa_dx_to_ang,
-    to_scaled_angle_axis,
     vadd,
     vcross,
     vcross_dx,
@@ -48,6 +44,7 @@ from animgraph.maths import (
     vnormalize_dx,
     vscale,
     vsub,
+    weighted_rotation,
 )
 from animgraph.errors import GraphError
 from animgraph.kernels import copy_pose, joint_global, set_global_rotation
@@ -60,18 +57,6 @@ REACH_MAX = 0.999  # fraction of full reach never exceeded
 REACH_MIN = 1e-3  # fold buffer, fraction of full reach beyond |l_ab - l_bc|
 HINT = 1e-2  # weight of the hinge axis in the bend direction (relative to the lower bone's length)
 TINY = 1e-9
-
-# ---------------------------------------------------------------- pose helpers (shared with look_at, foot_lock)
-
-
-@njit(cache=True)
-def weighted_rotation(rot, ang, w, dw):
-    """``rot`` scaled towards identity by weight ``w`` (rate ``dw`` 1/s), with its angular velocity."""
-    v = to_scaled_angle_axis(rot)
-    dv = ang_to_sa_dx(v, ang)
-    vw = vscale(v, w)
-    return from_scaled_angle_axis(vw), sa_dx_to_ang(vw, vadd(vscale(v, dw), vscale(dv, w)))
-
 
 # ---------------------------------------------------------------- the solver
 
