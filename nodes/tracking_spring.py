@@ -56,7 +56,7 @@ from animgraph.maths import (
 from animgraph.kernels import get3, put3, read3, state_pose, write3
 from animgraph.limits import SIGNAL_MAX, seconds_field, unit_field
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
-from animgraph.nodes.inertialize import OFFSET, joint_offset
+from animgraph.offsets import OFFSET, joint_offset
 from animgraph.pose import Pose
 
 SIGNALS = ("scalar", "vec3", "quat", "pose")
