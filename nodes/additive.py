@@ -37,9 +37,9 @@ from animgraph.maths import (
     vsub,
     weighted_rot,
 )
+from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.nodes.blend import broadcast_poses, check_scales, weights
 from animgraph.pose import Pose
 
 SIDES = ("parent", "local")

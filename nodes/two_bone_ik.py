@@ -11,12 +11,13 @@ import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
+from animgraph.args import check_axis, check_chain, joint_index, per_item, skeleton_parents
 from animgraph.errors import GraphError
 from animgraph.ik import apply_two_bone
 from animgraph.kernels import copy_pose
 from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose, number, numbers, parents_arg, pose_arg
+from animgraph.pose import Pose, number
 
 # ---------------------------------------------------------------- kernel
 
@@ -43,39 +44,6 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     two_bone_ik_kernel(
         slot(pose, ins[0]), db[3], int(par[0]), int(par[1]), int(par[2]), hinge, tpos, tvel, w, dw, slot(pose, outs[0])
     )
-
-
-def check_chain(parents, root, mid, end):
-    """Message saying why ``root -> mid -> end`` is not a chain of ancestors, or '' if it is."""
-
-    def ancestor(anc, j):
-        j = parents[j]
-        while j >= 0:
-            if j == anc:
-                return True
-            j = parents[j]
-        return False
-
-    if not ancestor(root, mid):
-        return f"root joint {root} is not an ancestor of mid joint {mid}"
-    if not ancestor(mid, end):
-        return f"mid joint {mid} is not an ancestor of end joint {end}"
-    return ""
-
-
-
-
-def check_axis(axis, what="axis"):
-    """``axis`` as a unit float tuple; ValueError if it is not a finite non-zero 3-vector."""
-    try:
-        a = np.asarray(axis, dtype=np.float64)
-    except (TypeError, ValueError):
-        a = np.zeros(0)
-    if a.shape != (3,) or not np.all(np.isfinite(a)) or np.linalg.norm(a) < 1e-6:
-        raise ValueError(f"{what} must be a finite non-zero 3-vector, got {axis!r}")
-    if np.max(np.abs(a)) > 1e100:
-        a = a / np.max(np.abs(a))  # no overflow in the norm of huge components
-    return tuple(float(x) for x in a / np.linalg.norm(a))
 
 
 @register(run)
@@ -114,33 +82,6 @@ class TwoBoneIK(Node):
 
 
 # ---------------------------------------------------------------- op
-
-
-def skeleton_parents(skel_or_parents, local=None):
-    """(parents int64, skeleton or None) from a Skeleton or a parents array (checked against pose ``local``)."""
-    if local is not None:
-        return parents_arg(skel_or_parents, pose_arg(local, "local").joints)
-    if hasattr(skel_or_parents, "parents") and hasattr(skel_or_parents, "index"):
-        return np.asarray(skel_or_parents.parents, dtype=np.int64), skel_or_parents
-    return numbers(skel_or_parents, "parents").astype(np.int64), None
-
-
-def joint_index(skel, parents, joint):
-    """Index of a joint given by index, or by name/alias when a Skeleton is given; ValueError if unknown."""
-    if skel is not None:
-        return skel.index(joint)
-    if isinstance(joint, (int, np.integer)) and -len(parents) <= joint < len(parents):
-        return int(joint) % len(parents)
-    raise ValueError(f"joint {joint!r}: pass a Skeleton to use names, or an index below {len(parents)}")
-
-
-def per_item(values, batch, size, name="target"):
-    """``values`` broadcast to the batch shape and flattened to ``(items, size)`` float64 rows (ValueError naming ``name``)."""
-    v = numbers(values, name)
-    try:
-        return np.broadcast_to(v, tuple(batch) + (size,)).reshape(-1, size)
-    except ValueError:
-        raise ValueError(f"{name} of shape {v.shape} does not match {tuple(batch) + (size,)}") from None
 
 
 def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), weight=1.0, weight_vel=0.0,
