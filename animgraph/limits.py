@@ -13,10 +13,14 @@ the JSON Schema (``animgraph schema``) states its bounds.
 - signal values and rates (graph inputs, constants, their min/max): ``|v| <= SIGNAL_MAX``;
 - joint indices and frame numbers: ``0 <= i <= INDEX_MAX``;
 - a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame).
+
+``signal_value``/``normalize_value`` check a signal field's value (input defaults, constants)
+and give it as the float64 values of the signal or as its JSON form.
 """
 
 from typing import Annotated, Tuple, Union
 
+import numpy as np
 from pydantic import Field, StrictStr
 
 TIME_MAX = 1e6
@@ -54,3 +58,47 @@ Axis = Tuple[AxisComponent, AxisComponent, AxisComponent]
 JointIndex = Annotated[int, Field(ge=0, le=INDEX_MAX)]
 JointName = Union[StrictStr, JointIndex]
 SignalValue = Union[bool, SignalInt, Signal, Annotated[list[Signal], Field(min_length=1, max_length=4)], None]
+
+
+def signal_value(kind, value):
+    """A field value as the float64 value part of a signal of ``kind`` (rate excluded)."""
+    if kind == "scalar":
+        return np.array([0.0 if value is None else float(value)])
+    if kind == "vec3":
+        v = np.zeros(3) if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
+        if v.shape != (3,):
+            raise ValueError(f"a vec3 value needs 3 numbers, got {len(v)}")
+        return v
+    if kind == "quat":
+        q = np.array([1.0, 0.0, 0.0, 0.0]) if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
+        if q.shape != (4,):
+            raise ValueError(f"a quat value needs 4 numbers (w, x, y, z), got {len(q)}")
+        n = np.linalg.norm(q)
+        if not n > 0.5:
+            raise ValueError(f"a quat value must be a unit quaternion (w, x, y, z), got norm {n:g}")
+        return q / n
+    if kind == "int":
+        if value is None:
+            return np.zeros(1)
+        if isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"an int value must be whole, got {value}")
+        return np.array([float(int(value))])
+    if kind == "bool":
+        if value is None:
+            return np.zeros(1)
+        if value not in (0, 1, True, False):
+            raise ValueError(f"a bool value must be true or false, got {value}")
+        return np.array([1.0 if value else 0.0])
+    raise ValueError(f"unknown signal kind {kind!r}")
+
+
+def normalize_value(kind, value):
+    """The JSON form of a signal value of ``kind`` (float, list, int or bool)."""
+    v = signal_value(kind, value)
+    if kind == "scalar":
+        return float(v[0])
+    if kind in ("vec3", "quat"):
+        return [float(x) for x in v]
+    if kind == "int":
+        return int(v[0])
+    return bool(v[0])

@@ -336,6 +336,38 @@ def ang_to_sa_dx(v, ang):
     return vadd(vsub(ang, vscale(x, 0.5)), vscale(vcross(v, x), c))
 
 
+# ---------------------------------------------------------------- weighted rotations (blends, IK and look-at weights)
+
+
+@njit(cache=True, error_model="numpy")
+def weighted_rot(d, dd, w, dw):
+    """``exp(w d)`` and its angular velocity (rad/s) for rotation vector ``d`` (rad) moving at ``dd``, weight ``w`` at ``dw`` (1/s)."""
+    return weighted_rot_sq(d, vdot(d, d), dd, w, dw)
+
+
+@njit(cache=True, error_model="numpy")
+def weighted_rot_sq(d, d2, dd, w, dw):
+    """``weighted_rot`` given ``d2 = |d|^2`` (rad^2); one sin and one cos for the exp map and its Jacobian."""
+    r = vscale(d, w)
+    dr = vscale(dd, w)
+    if dw != 0.0:
+        dr = vadd(vscale(d, dw), dr)
+    return from_scaled_angle_axis_ang_sq(r, d2 * (w * w), dr)
+
+
+@njit(cache=True)
+def weighted_rotation(rot, ang, w, dw):
+    """Quaternion ``rot`` (turning at ``ang`` rad/s) scaled towards identity by weight ``w`` (rate ``dw`` 1/s), with its angular velocity (rad/s).
+
+    ``exp(w log rot)`` through ``to_scaled_angle_axis``/``sa_dx_to_ang`` (``weighted_rot``
+    takes the rotation vector instead and uses the one-sin-one-cos exp map).
+    """
+    v = to_scaled_angle_axis(rot)
+    dv = ang_to_sa_dx(v, ang)
+    vw = vscale(v, w)
+    return from_scaled_angle_axis(vw), sa_dx_to_ang(vw, vadd(vscale(v, dw), vscale(dv, w)))
+
+
 @njit(cache=True)
 def qslerp(a, b, t):
     """Shortest-path spherical interpolation from ``a`` (t=0) to ``b`` (t=1)."""

@@ -35,10 +35,11 @@ from animgraph.maths import (
     vmul,
     vscale,
     vsub,
+    weighted_rot,
 )
+from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.nodes.blend import broadcast_poses, check_scales, weighted_rot, weights
 from animgraph.pose import Pose
 
 SIDES = ("parent", "local")

@@ -18,7 +18,6 @@ from numba import njit
 from pydantic import Field
 
 from animgraph.maths import (
-    from_scaled_angle_axis_ang_sq,
     load_kform,
     qinv,
     qmul,
@@ -26,32 +25,17 @@ from animgraph.maths import (
     store_kform,
     to_scaled_angle_axis_dx,
     vadd,
-    vdot,
     vexp,
     vlerp,
     vlog,
     vscale,
     vsub,
+    weighted_rot_sq,
 )
+from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import Node, Port, register, slot
-from animgraph.pose import Pose, numbers, pose_arg
-
-
-@njit(cache=True, error_model="numpy")
-def weighted_rot(d, dd, w, dw):
-    """``exp(w d)`` and its angular velocity (rad/s) for rotation vector ``d`` moving at ``dd``, weight ``w`` at ``dw``."""
-    return weighted_rot_sq(d, vdot(d, d), dd, w, dw)
-
-
-@njit(cache=True, error_model="numpy")
-def weighted_rot_sq(d, d2, dd, w, dw):
-    """``weighted_rot`` given ``d2 = |d|^2`` (rad^2); one sin and one cos for the exp map and its Jacobian."""
-    r = vscale(d, w)
-    dr = vscale(dd, w)
-    if dw != 0.0:
-        dr = vadd(vscale(d, dw), dr)
-    return from_scaled_angle_axis_ang_sq(r, d2 * (w * w), dr)
+from animgraph.pose import Pose
 
 
 @njit(cache=True, error_model="numpy")
@@ -145,42 +129,6 @@ class Blend(Node):
 
     def params(self, ctx):
         return np.array([self.alpha, 6.0 if self.signal == "motion" else 0.0], dtype=np.float64)
-
-
-def broadcast_poses(*poses, names=("a", "b")):
-    """The batch shape common to ``poses`` and the poses broadcast to it (copies where needed)."""
-    for p, name in zip(poses, names):
-        pose_arg(p, name)
-    joints = {p.joints for p in poses}
-    if len(joints) != 1:
-        raise ValueError(f"poses have different joint counts: {sorted(joints)}")
-    try:
-        shape = np.broadcast_shapes(*(p.batch for p in poses))
-    except ValueError:
-        raise ValueError(f"poses have batch shapes {[p.batch for p in poses]} that do not broadcast") from None
-    return shape, [
-        p if p.batch == shape else Pose(*(np.array(np.broadcast_to(a, shape + a.shape[-2:])) for a in p.as_tuple()))
-        for p in poses
-    ]
-
-
-def weights(shape, *values, names=("alpha", "alpha_vel")):
-    """Scalars or per-batch arrays broadcast to batch ``shape`` as flat float64 arrays; finite or ValueError."""
-    out = []
-    for v, name in zip(values, names):
-        v = numbers(v, name)
-        try:
-            out.append(np.broadcast_to(v, shape).reshape(-1))
-        except ValueError:
-            raise ValueError(f"{name} of shape {v.shape} does not match the batch {shape}") from None
-    return out
-
-
-def check_scales(*poses):
-    """ValueError unless every scale is positive (scales blend in log space)."""
-    for p in poses:
-        if not np.all(p.scl > 0):
-            raise ValueError("scales must be positive to blend in log space")
 
 
 def blend(a, b, alpha, alpha_vel=0.0):

@@ -12,10 +12,8 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from animgraph.errors import GraphError
-from animgraph.limits import INDEX_MAX, SIGNAL_MAX, SignalValue
+from animgraph.limits import INDEX_MAX, SIGNAL_MAX, SignalValue, normalize_value, signal_value
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
-
-from .input import normalize_value, signal_value
 
 POSE, SIGNAL = 1.0, 0.0
 

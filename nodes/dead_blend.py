@@ -50,12 +50,12 @@ from animgraph.maths import (
     vlog,
     vscale,
     vsub,
+    weighted_rot,
 )
+from animgraph.kernels import copy_pose, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose, number, pose_arg
-from animgraph.nodes.blend import weighted_rot
-from animgraph.nodes.inertialize import copy_pose, state_pose
 
 HEADER = 3  # has a previous output, seconds since the transition, blend active
 KFORM = 19  # floats of one stored kineform

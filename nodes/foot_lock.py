@@ -31,15 +31,15 @@ import numpy as np
 from numba import njit
 from pydantic import Field, ValidationError, field_validator
 
+from animgraph.args import check_axis, check_chain, joint_index, skeleton_parents
 from animgraph.decay import decay3, spring_weights
 from animgraph.errors import GraphError
 from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vscale, vsub
+from animgraph.ik import apply_two_bone
+from animgraph.kernels import copy_pose, joint_global, set_global_rotation
 from animgraph.limits import AXIS_MAX, DISTANCE_MAX, DT_MAX, Axis, JointName, seconds_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import number, numbers
-
-from .two_bone_ik import apply_two_bone, check_axis, check_chain, copy_pose, joint_global, joint_index
-from .two_bone_ik import set_global_rotation, skeleton_parents
 
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
 ZERO = (0.0, 0.0, 0.0)

@@ -26,83 +26,20 @@ from numba import njit
 from pydantic import Field
 
 from animgraph.decay import decay3, decay_weights, kform_extrapolate
-from animgraph.maths import (
-    ang_to_sa_dx,
-    from_scaled_angle_axis,
-    load_kform,
-    qabs,
-    qinv,
-    qmul,
-    qrot,
-    sa_dx_to_ang,
-    store_kform,
-    to_scaled_angle_axis,
-    vadd,
-    vexp,
-    vlog,
-    vmul,
-    vsub,
-)
+from animgraph.maths import load_kform, store_kform
+from animgraph.kernels import copy_pose, get3, put3, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, register, slot
+from animgraph.offsets import OFFSET, apply_offset, joint_offset
 from animgraph.pose import Pose, number, pose_arg
 
 HEADER = 3  # has a previous output, seconds since the transition, offset active
 KFORM = 19  # floats of one stored kineform
-OFFSET = 18  # floats of one joint's offset: pos, vel, rot, rot rate, log scale, its rate
 MOTION = 12  # root motion: last output (6) and its offset (6)
 SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
 
 
-# ---------------------------------------------------------------- per joint
-
-
-@njit(cache=True)
-def joint_offset(src, dst):
-    """Offset (pos, vel, rotvec, its rate, log scale, its rate) taking kineform ``dst`` to ``src``."""
-    sp, sr, ss, sv, sw, ssv = src
-    dp, dr, ds, dv, dw, dsv = dst
-    delta = qabs(qmul(sr, qinv(dr)))
-    rot = to_scaled_angle_axis(delta)
-    rot_rate = ang_to_sa_dx(rot, vsub(sw, qrot(delta, dw)))
-    return (vsub(sp, dp), vsub(sv, dv), rot, rot_rate, vsub(vlog(ss), vlog(ds)), vsub(ssv, dsv))
-
-
-@njit(cache=True)
-def apply_offset(k, pos, dpos, rot, drot, lscl, dlscl):
-    """Kineform ``k`` with the offset ``(pos, rot, log scale)`` moving at ``(dpos, drot, dlscl)`` applied."""
-    ip, ir, isc, iv, iw, isv = k
-    q = from_scaled_angle_axis(rot)
-    return (
-        vadd(ip, pos),
-        qmul(q, ir),
-        vmul(isc, vexp(lscl)),
-        vadd(iv, dpos),
-        vadd(sa_dx_to_ang(rot, drot), qrot(q, iw)),
-        vadd(isv, dlscl),
-    )
-
-
-@njit(cache=True)
-def get3(a, j, c):
-    return (a[j, c], a[j, c + 1], a[j, c + 2])
-
-
-@njit(cache=True)
-def put3(a, j, c, v):
-    a[j, c] = v[0]
-    a[j, c + 1] = v[1]
-    a[j, c + 2] = v[2]
-
-
 # ---------------------------------------------------------------- whole poses (shared by node and op)
-
-
-@njit(cache=True)
-def copy_pose(src, dst):
-    """Copy pose tuple ``src`` into ``dst`` (any float types)."""
-    for f in range(6):
-        dst[f][:] = src[f]
 
 
 @njit(cache=True)
@@ -137,20 +74,6 @@ def still_active(cubic, length, t):
 
 
 # ---------------------------------------------------------------- node
-
-
-@njit(cache=True)
-def state_pose(st, o, joints):
-    """The kineform rows stored at ``st[o:]`` as a pose tuple of (J, 3|4) views."""
-    j3 = 3 * joints
-    return (
-        st[o : o + j3].reshape((joints, 3)),
-        st[o + j3 : o + j3 + 4 * joints].reshape((joints, 4)),
-        st[o + 7 * joints : o + 7 * joints + j3].reshape((joints, 3)),
-        st[o + 10 * joints : o + 10 * joints + j3].reshape((joints, 3)),
-        st[o + 13 * joints : o + 13 * joints + j3].reshape((joints, 3)),
-        st[o + 16 * joints : o + 16 * joints + j3].reshape((joints, 3)),
-    )
 
 
 @njit(cache=True)

@@ -13,55 +13,11 @@ import numpy as np
 from numba import njit
 from pydantic import Field, model_validator
 
-from animgraph.limits import SIGNAL_MAX, Signal, SignalValue
+from animgraph.limits import SIGNAL_MAX, Signal, SignalValue, normalize_value, signal_value
 from animgraph.node import Node, Port, register
 
 SIGNAL_KINDS = ("scalar", "vec3", "quat", "int", "bool")
 CLAMPED = ("scalar", "int", "vec3")  # kinds whose values min and max bound
-
-
-def signal_value(kind, value):
-    """A field value as the float64 value part of a signal of ``kind`` (rate excluded)."""
-    if kind == "scalar":
-        return np.array([0.0 if value is None else float(value)])
-    if kind == "vec3":
-        v = np.zeros(3) if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
-        if v.shape != (3,):
-            raise ValueError(f"a vec3 value needs 3 numbers, got {len(v)}")
-        return v
-    if kind == "quat":
-        q = np.array([1.0, 0.0, 0.0, 0.0]) if value is None else np.asarray(value, dtype=np.float64).reshape(-1)
-        if q.shape != (4,):
-            raise ValueError(f"a quat value needs 4 numbers (w, x, y, z), got {len(q)}")
-        n = np.linalg.norm(q)
-        if not n > 0.5:
-            raise ValueError(f"a quat value must be a unit quaternion (w, x, y, z), got norm {n:g}")
-        return q / n
-    if kind == "int":
-        if value is None:
-            return np.zeros(1)
-        if isinstance(value, float) and not value.is_integer():
-            raise ValueError(f"an int value must be whole, got {value}")
-        return np.array([float(int(value))])
-    if kind == "bool":
-        if value is None:
-            return np.zeros(1)
-        if value not in (0, 1, True, False):
-            raise ValueError(f"a bool value must be true or false, got {value}")
-        return np.array([1.0 if value else 0.0])
-    raise ValueError(f"unknown signal kind {kind!r}")
-
-
-def normalize_value(kind, value):
-    """The JSON form of a signal value of ``kind`` (float, list, int or bool)."""
-    v = signal_value(kind, value)
-    if kind == "scalar":
-        return float(v[0])
-    if kind in ("vec3", "quat"):
-        return [float(x) for x in v]
-    if kind == "int":
-        return int(v[0])
-    return bool(v[0])
 
 
 @njit(cache=True)

@@ -20,13 +20,13 @@ import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
+from animgraph.args import check_axis, joint_index, per_item, skeleton_parents
+from animgraph.kernels import copy_pose, joint_global, set_global_rotation
 from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vcross, vlen, vnormalize, vnormalize_dx, vsub
+from animgraph.maths import weighted_rotation
 from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import Node, Port, register, slot
 from animgraph.pose import Pose, number
-
-from .two_bone_ik import check_axis, copy_pose, joint_global, joint_index, per_item, set_global_rotation
-from .two_bone_ik import skeleton_parents, weighted_rotation
 
 TINY = 1e-9
 

@@ -22,6 +22,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numba import njit
 
+from animgraph.kernels import read3
 from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd, vscale
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
 
@@ -45,11 +46,6 @@ def advance_placement(pos, rot, vel, ang, dt):
     """Placement (pos m, rot) after ``dt`` s at constant body-frame velocity ``vel`` (m/s) and ``ang`` (rad/s)."""
     disp, turn = body_step(vel, ang, dt)
     return vadd(pos, qrot(rot, disp)), qnormalize(qmul(rot, turn))
-
-
-@njit(cache=True)
-def read3(sig, at):
-    return (sig[at], sig[at + 1], sig[at + 2])
 
 
 @njit(cache=True)

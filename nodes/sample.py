@@ -61,6 +61,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.kernels import get3, put3
 from animgraph.limits import RATE_MAX, TIME_MAX
 from animgraph.node import DB_POS, DB_ROT, DB_SCL, ClipTable, Node, Port, db_indices, register, slot
 from animgraph.preprocess import motion_track, root_motion_clip
@@ -167,20 +168,6 @@ def f32q(q):
     """Quaternion rounded to float32, as the key table stores it."""
     return (np.float64(np.float32(q[0])), np.float64(np.float32(q[1])), np.float64(np.float32(q[2])),
             np.float64(np.float32(q[3])))
-
-
-@njit(cache=True)
-def col3(row, j, c):
-    """Columns ``c..c+2`` of row ``j`` of a 2-D array, as float64."""
-    return (np.float64(row[j, c]), np.float64(row[j, c + 1]), np.float64(row[j, c + 2]))
-
-
-@njit(cache=True)
-def put3(row, j, c, v):
-    """Write vec3 ``v`` into columns ``c..c+2`` of row ``j``."""
-    row[j, c] = v[0]
-    row[j, c + 1] = v[1]
-    row[j, c + 2] = v[2]
 
 
 @njit(cache=True)
@@ -318,7 +305,7 @@ def channel_rows(w, dw, cubic, xm, x0, x1, x2, c, span0, span1, vs, exp_values, 
     ``exp_values``: the channel is a log-scale, write ``exp`` of it.
     """
     for j in range(out_x.shape[0]):
-        x, dx = channel_at(w, dw, cubic, col3(xm, j, c), col3(x0, j, c), col3(x1, j, c), col3(x2, j, c), span0, span1)
+        x, dx = channel_at(w, dw, cubic, get3(xm, j, c), get3(x0, j, c), get3(x1, j, c), get3(x2, j, c), span0, span1)
         store3(out_x, j, vexp(x) if exp_values else x)
         store3(out_dx, j, vscale(dx, vs))
 
@@ -330,9 +317,9 @@ def rotation_rows(w, dw, cubic, row, first, last, vs, out_rot, out_ang):
     ``first``/``last``: the segment is a clamped clip's first/last, with one-sided end tangents.
     """
     for j in range(out_rot.shape[0]):
-        r1 = col3(row, j, R1)
-        m0 = r1 if first else col3(row, j, M0)
-        m1 = r1 if last else col3(row, j, M1)
+        r1 = get3(row, j, R1)
+        m0 = r1 if first else get3(row, j, M0)
+        m1 = r1 if last else get3(row, j, M1)
         q, ang = rotation_at(w, dw, cubic, load4(row, j), r1, m0, m1)  # columns ROT = 0 .. 3
         store4(out_rot, j, q)
         store3(out_ang, j, vscale(ang, vs))
@@ -393,10 +380,10 @@ def motion_at(motion, start, frames, key_dt, t, rate, cubic, loop):
     w, dw = basis(s, cubic)
     scale = rate if moving else 0.0
     km, k0, k1, k2 = km + start, k0 + start, k1 + start, k2 + start
-    vel, _ = channel_at(w, dw, cubic, col3(motion, km, 0), col3(motion, k0, 0), col3(motion, k1, 0),
-                        col3(motion, k2, 0), span0, span1)
-    ang, _ = channel_at(w, dw, cubic, col3(motion, km, 3), col3(motion, k0, 3), col3(motion, k1, 3),
-                        col3(motion, k2, 3), span0, span1)
+    vel, _ = channel_at(w, dw, cubic, get3(motion, km, 0), get3(motion, k0, 0), get3(motion, k1, 0),
+                        get3(motion, k2, 0), span0, span1)
+    ang, _ = channel_at(w, dw, cubic, get3(motion, km, 3), get3(motion, k0, 3), get3(motion, k1, 3),
+                        get3(motion, k2, 3), span0, span1)
     return vscale(vel, scale), vscale(ang, scale)
 
 

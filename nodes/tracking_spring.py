@@ -53,9 +53,10 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
+from animgraph.kernels import get3, put3, read3, state_pose, write3
 from animgraph.limits import SIGNAL_MAX, seconds_field, unit_field
 from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
-from animgraph.nodes.inertialize import OFFSET, get3, joint_offset, put3, state_pose
+from animgraph.offsets import OFFSET, joint_offset
 from animgraph.pose import Pose
 
 SIGNALS = ("scalar", "vec3", "quat", "pose")
@@ -172,18 +173,6 @@ def track_pose(inp, prev, off, first, jump, spring, jump_speed, jump_turn, out):
 
 
 # ---------------------------------------------------------------- signals
-
-
-@njit(cache=True)
-def read3(a, i):
-    return (a[i], a[i + 1], a[i + 2])
-
-
-@njit(cache=True)
-def write3(a, i, v):
-    a[i] = v[0]
-    a[i + 1] = v[1]
-    a[i + 2] = v[2]
 
 
 @njit(cache=True)

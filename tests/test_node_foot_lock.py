@@ -14,7 +14,7 @@ from pydantic import ValidationError
 import animgraph as ag
 from animgraph.node import BuildContext
 from animgraph.nodes.foot_lock import STATE_SIZE, FootLock, FootLockNode, foot_lock_update
-from animgraph.nodes.two_bone_ik import REACH_SOFT
+from animgraph.ik import REACH_SOFT
 from animgraph.preprocess import foot_contacts
 from test_node_two_bone_ik import (
     FD_TOL,

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import animgraph as ag
+from animgraph.ik import REACH_MAX, REACH_MIN, REACH_SOFT
 from animgraph.node import BuildContext
-from animgraph.nodes.two_bone_ik import REACH_MAX, REACH_MIN, REACH_SOFT, TwoBoneIK, two_bone_ik, two_bone_ik_kernel
+from animgraph.nodes.two_bone_ik import TwoBoneIK, two_bone_ik, two_bone_ik_kernel
 from fd import from_rotvec, qconj, qmul, rotvec
 
 H = 1e-5  # s, central-difference step on float64 evaluations

@@ -1,0 +1,112 @@
+"""Bottom-layer numba helpers every node kernel may import: pose copies, array columns, state poses, joint globals.
+
+A node module imports helpers from here, from ``animgraph.maths`` (vector, quaternion
+and kineform maths) and from the other core modules named by what they hold
+(``animgraph.ik``, ``animgraph.offsets``, ``animgraph.decay``), never from another node
+module (``tests/test_layers.py`` checks).  This module imports no node module.
+
+Pose slots: ``animgraph.node.slot(pose, i)`` gives slot ``i`` as a pose tuple, beside the
+kernel contract it belongs to.  A pose tuple is ``(pos, rot, scl, vel, ang, svl)`` of
+(J, 3|4) arrays (float32 slots, or float64 views of a state array, see ``state_pose``);
+units as in ``animgraph.pose``: m, unit quaternions (w, x, y, z), m/s, rad/s, 1/s.
+Getters return float64 tuples (``np.float64``, not ``float()``: see ``animgraph.maths``).
+"""
+
+import numpy as np
+from numba import njit
+
+from .maths import kdiv, kidentity, kmul, load_kform, store3, store4
+
+# ---------------------------------------------------------------- columns of arrays
+
+
+@njit(cache=True)
+def get3(a, j, c):
+    """Columns ``c..c+2`` of row ``j`` of a 2-D array as a float64 vec3 (units of the array)."""
+    return (np.float64(a[j, c]), np.float64(a[j, c + 1]), np.float64(a[j, c + 2]))
+
+
+@njit(cache=True)
+def put3(a, j, c, v):
+    """Write vec3 ``v`` into columns ``c..c+2`` of row ``j`` of a 2-D array (units of the array)."""
+    a[j, c] = v[0]
+    a[j, c + 1] = v[1]
+    a[j, c + 2] = v[2]
+
+
+@njit(cache=True)
+def read3(a, i):
+    """Entries ``i..i+2`` of a flat array (signal buffer, state) as a float64 vec3 (units of the array)."""
+    return (np.float64(a[i]), np.float64(a[i + 1]), np.float64(a[i + 2]))
+
+
+@njit(cache=True)
+def write3(a, i, v):
+    """Write vec3 ``v`` into entries ``i..i+2`` of a flat array (signal buffer, state)."""
+    a[i] = v[0]
+    a[i + 1] = v[1]
+    a[i + 2] = v[2]
+
+
+# ---------------------------------------------------------------- whole poses
+
+
+@njit(cache=True)
+def copy_pose(src, dst):
+    """Copy pose tuple ``src`` into ``dst`` (same space and units; any float types; the same arrays are fine)."""
+    dst[0][:] = src[0]
+    dst[1][:] = src[1]
+    dst[2][:] = src[2]
+    dst[3][:] = src[3]
+    dst[4][:] = src[4]
+    dst[5][:] = src[5]
+
+
+@njit(cache=True)
+def state_pose(st, o, joints):
+    """The ``joints`` kineform rows stored flat at ``st[o:]`` (19 floats a joint) as a pose tuple of (J, 3|4) views.
+
+    Layout: pos (3J), rot (4J), scl (3J), vel (3J), ang (3J), svl (3J); the space is
+    whatever the node stored (units as in any pose tuple).
+    """
+    j3 = 3 * joints
+    return (
+        st[o : o + j3].reshape((joints, 3)),
+        st[o + j3 : o + j3 + 4 * joints].reshape((joints, 4)),
+        st[o + 7 * joints : o + 7 * joints + j3].reshape((joints, 3)),
+        st[o + 10 * joints : o + 10 * joints + j3].reshape((joints, 3)),
+        st[o + 13 * joints : o + 13 * joints + j3].reshape((joints, 3)),
+        st[o + 16 * joints : o + 16 * joints + j3].reshape((joints, 3)),
+    )
+
+
+# ---------------------------------------------------------------- joint globals of a local pose
+
+
+@njit(cache=True)
+def joint_global(local, parents, j):
+    """Global (model-space) kineform of joint ``j`` of local pose tuple ``local``, by FK along its ancestors only (root first, as FK does); identity for -1."""
+    if j < 0:
+        return kidentity()
+    depth = 0
+    p = parents[j]
+    while p >= 0:
+        depth += 1
+        p = parents[p]
+    g = kidentity()
+    for level in range(depth, -1, -1):
+        a = j
+        for _ in range(level):
+            a = parents[a]
+        g = kmul(g, load_kform(local, a))
+    return g
+
+
+@njit(cache=True)
+def set_global_rotation(pose, parents, j, rot, ang):
+    """Give joint ``j`` of local pose tuple ``pose`` the global (model-space) rotation ``rot`` turning at ``ang`` (rad/s)."""
+    par = joint_global(pose, parents, parents[j])
+    # Only rot and ang of the quotient are used; they do not depend on the other fields.
+    loc = kdiv(par, (par[0], rot, par[2], par[3], ang, par[5]))
+    store4(pose[1], j, loc[1])
+    store3(pose[4], j, loc[4])
