@@ -35,6 +35,7 @@ from .errors import AnimgraphError, GraphError
 from .executor import HEADER_WIDTH, OP_STATE, OP_WIDTH, kinds
 from .graph import BUNDLED_PREFIX, AssetSpec, Graph
 from .instance import Instance
+from .limits import signal_value
 from .node import REGISTRY, SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
 
@@ -317,8 +318,6 @@ class _Slots:
 
 
 def _signal_block(kind, value):
-    from animgraph.nodes.input import signal_value
-
     block = np.zeros(SIGNAL_SIZE[kind])
     v = signal_value(kind, value)
     block[: len(v)] = v

@@ -303,3 +303,19 @@ def test_fields_name_offsets_and_pack_by_name():
         fields("Bad", a=0)
     ins = port_indices("In", (Port("pose", "pose", "any"), Port("alpha", "scalar")))
     assert (ins.pose, ins.alpha) == (0, 1)
+
+
+def test_core_modules_name_no_node_module():
+    """node, plan, executor, instance, runtime and check import no node module; plan does not import runtime."""
+    import ast
+    from pathlib import Path
+
+    core = Path(ag.__file__).parent
+    for name in ("node", "plan", "executor", "instance", "runtime", "check", "graph"):
+        tree = ast.parse((core / f"{name}.py").read_text())
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        nodes = {m for m in imported if m.startswith(("nodes.", "animgraph.nodes."))}
+        assert not nodes, (name, nodes)
+        if name == "plan":
+            assert "runtime" not in imported and "animgraph.runtime" not in imported
