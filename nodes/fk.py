@@ -6,12 +6,16 @@ Each joint's global kineform is its parent's global kineform times its local one
 
 from typing import Literal
 
-import numpy as np
 from numba import njit
 
 from animgraph.maths import kmul, load_kform, store_kform
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import DB_PARENTS, Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, parents_arg, pose_arg
+from animgraph.stencil import stencil
+
+INPUTS = (Port("pose", "pose", "local", "parent-relative pose"),)
+OUTPUTS = (Port("pose", "pose", "global", "model-space pose"),)
+IN, OUT = port_indices("FKIn", INPUTS), port_indices("FKOut", OUTPUTS)
 
 
 @njit(cache=True)
@@ -26,18 +30,20 @@ def fk_kernel(local, parents, out):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    fk_kernel(slot(pose, ins[0]), db[3], slot(pose, outs[0]))
+def fk_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: the input pose slot to the output slot, parents from the clip database."""
+    fk_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], slot(pose, outs[OUT.pose]))
 
 
-@register(run)
+@register(fk_node)
 class FK(Node):
     """Local pose to global (model-space) pose."""
 
     type: Literal["fk"] = "fk"
 
-    INPUTS = (Port("pose", "pose", "local", "parent-relative pose"),)
-    OUTPUTS = (Port("pose", "pose", "global", "model-space pose"),)
+    CATEGORY = "IK"
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
 
 def fk(local, parents):
@@ -48,3 +54,11 @@ def fk(local, parents):
     for src, dst in zip(local.items(), out.items()):
         fk_kernel(src, parents, dst)
     return out
+
+
+def verify_fk(m, t, h, rng):
+    """The clip's local pose to model space."""
+    return [stencil(lambda s: fk(m.pose(s), m.parents), t, h)]
+
+
+FK.OP, FK.VERIFY = fk, verify_fk
