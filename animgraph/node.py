@@ -115,7 +115,10 @@ def _pack(cls, **values):
 
 CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
 # Kinds of fields that are more than a number, for generated editor widgets.
-FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "branches")
+FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches")
+# joint(s): names or indices in the graph's skeleton; clip: an asset name; axis: a direction
+# vec3; enum: one of a Literal's strings; signal: a signal kind; value: a value of the node's
+# signal kind (number, vec3, quat, bool); branches: a list of {joint, weight, depth}.
 
 SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6}
 SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
