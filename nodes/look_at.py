@@ -74,9 +74,8 @@ def look_at_node(ins, outs, par, st, pose, sig, db, dt):
     if ins[IN.weight] >= 0:
         w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
     fwd = (par[PAR.forward], par[PAR.forward + 1], par[PAR.forward + 2])
-    look_at_kernel(
-        slot(pose, ins[IN.pose]), db[DB_PARENTS], int(par[PAR.joint]), fwd, tpos, tvel, w, dw, slot(pose, outs[OUT.pose])
-    )
+    j = int(par[PAR.joint])
+    look_at_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], j, fwd, tpos, tvel, w, dw, slot(pose, outs[OUT.pose]))
 
 
 @register(look_at_node)
