@@ -5,12 +5,16 @@ Each joint's local kineform is ``kdiv(parent_global, global)``, exact at any sca
 
 from typing import Literal
 
-import numpy as np
 from numba import njit
 
 from animgraph.maths import kdiv, load_kform, store_kform
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import DB_PARENTS, Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, parents_arg, pose_arg
+from animgraph.stencil import stencil
+
+INPUTS = (Port("pose", "pose", "global", "model-space pose"),)
+OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose"),)
+IN, OUT = port_indices("BKIn", INPUTS), port_indices("BKOut", OUTPUTS)
 
 
 @njit(cache=True)
@@ -25,18 +29,20 @@ def bk_kernel(glob, parents, out):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    bk_kernel(slot(pose, ins[0]), db[3], slot(pose, outs[0]))
+def bk_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: the input pose slot to the output slot, parents from the clip database."""
+    bk_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], slot(pose, outs[OUT.pose]))
 
 
-@register(run)
+@register(bk_node)
 class BK(Node):
     """Global (model-space) pose to local pose."""
 
     type: Literal["bk"] = "bk"
 
-    INPUTS = (Port("pose", "pose", "global", "model-space pose"),)
-    OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose"),)
+    CATEGORY = "IK"
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
 
 def bk(glob, parents):
@@ -47,3 +53,11 @@ def bk(glob, parents):
     for src, dst in zip(glob.items(), out.items()):
         bk_kernel(src, parents, dst)
     return out
+
+
+def verify_bk(m, t, h, rng):
+    """The clip's model-space pose back to local."""
+    return [stencil(lambda s: bk(m.glob(s), m.parents), t, h)]
+
+
+BK.OP, BK.VERIFY = bk, verify_bk

@@ -20,8 +20,8 @@ With root motion the model frame moves through the world; the optional ``motion`
 each frame the point, the offset and its rate are re-expressed in the frame as it moved
 (the way the output node moves the placement).
 
-Velocities are exact (the spring's own derivative, the IK's analytic one).  State per
-character: previous contact, lock flag, locked point, offset and its velocity.
+Velocities are exact (the spring's own derivative, the IK's analytic one).  Parameters
+``PAR`` and per-character state ``ST`` are declared by name below.
 """
 
 import copy as _copy
@@ -38,22 +38,52 @@ from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qr
 from animgraph.ik import apply_two_bone
 from animgraph.kernels import copy_pose, joint_global, set_global_rotation
 from animgraph.limits import AXIS_MAX, DISTANCE_MAX, DT_MAX, Axis, JointName, seconds_field
-from animgraph.node import Node, Port, register, slot
-from animgraph.pose import number, numbers
+from animgraph.node import DB_PARENTS, Node, Port, fields, port_indices, register, slot
+from animgraph.pose import Pose, number, numbers
+from animgraph.stencil import STEPS, identity_rot, play
 
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
 ZERO = (0.0, 0.0, 0.0)
-# prev contact, lock, locked point (3), offset (3), offset velocity (3); with root motion: the last
-# frame's motion (6), the step since it (s), whether there was one.
-STATE_SIZE = 20
+
+INPUTS = (
+    Port("pose", "pose", "local", "parent-relative pose"),
+    Port("contact", "bool", "", "the toe is in contact with the ground"),
+    Port("motion", "motion", "", "root motion of the model frame (from the graph's output), so locks hold in the world", True),
+)
+OUTPUTS = (
+    Port("pose", "pose", "local", "parent-relative pose with the foot locked"),
+    Port("locked", "vec3", "", "lock position of the toe in model space (m, m/s)"),
+)
+IN, OUT = port_indices("FootLockIn", INPUTS), port_indices("FootLockOut", OUTPUTS)
+# joint indices of the leg, unlock radius (m), half-life (s), foot height (m), knee hinge axis (knee frame)
+PAR = fields("FootLockPar", hip=1, knee=1, foot=1, toe=1, unlock_radius=1, halflife=1, foot_height=1, hinge=3)
+# contact on the last frame (0/1), locked (0/1), the locked point (model frame), the offset and its rate;
+# with root motion: the last frame's motion (vel, ang), the step since it (s), whether there was one (0/1).
+ST = fields(
+    "FootLockSt", contact=1, lock=1, point=3, off=3, offv=3, motion_vel=3, motion_ang=3, motion_dt=1, moved=1
+)
+STATE_SIZE = ST.SIZE
+
+
+@njit(cache=True)
+def vec3_at(arr, at):
+    """The three floats of flat array ``arr`` from offset ``at``."""
+    return (arr[at], arr[at + 1], arr[at + 2])
+
+
+@njit(cache=True)
+def set_vec3(arr, at, v):
+    """Store the 3-tuple ``v`` in flat array ``arr`` from offset ``at``."""
+    for i in range(3):
+        arr[at + i] = v[i]
 
 
 @njit(cache=True)
 def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
     """Lock the foot in place on local pose tuple ``pose``; lock position and velocity to ``locked[at:at+6]``.
 
-    ``par`` = (hip, knee, foot, toe, unlock radius m, half-life s, foot height m, knee hinge axis);
-    ``st`` the STATE_SIZE floats of state, updated.  The model frame stands still in the world.
+    ``par`` the ``PAR`` parameters, ``st`` the ``ST`` state (updated).  The model frame stands
+    still in the world.
     """
     foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, False, ZERO, ZERO)
 
@@ -62,32 +92,30 @@ def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
 def follow_frame(st, vel, ang, dt):
     """Re-express the lock point, offset and offset rate (state) in the model frame as it moved since the last frame.
 
-    The frame moved as the output node moves the placement: over the last step ``st[18]``
-    at the mean of the last (``st[11:17]``) and this frame's root motion ``(vel, ang)``, so a
-    point fixed in the world is ``turn^-1 (point - disp)`` in it now.  Then this frame's
-    motion and ``dt`` are kept for the next.
+    The frame moved as the output node moves the placement: over the last step ``motion_dt``
+    at the mean of the last (``motion_vel``, ``motion_ang``) and this frame's root motion
+    ``(vel, ang)``, so a point fixed in the world is ``turn^-1 (point - disp)`` in it now.
+    Then this frame's motion and ``dt`` are kept for the next.
     """
-    if st[19] > 0.5:
-        move(st, vscale(vadd((st[11], st[12], st[13]), vel), 0.5),
-             vscale(vadd((st[14], st[15], st[16]), ang), 0.5), st[18])
-    for i in range(3):
-        st[11 + i] = vel[i]
-        st[14 + i] = ang[i]
-    st[18] = dt
-    st[19] = 1.0
+    if st[ST.moved] > 0.5:
+        move(st, vscale(vadd(vec3_at(st, ST.motion_vel), vel), 0.5),
+             vscale(vadd(vec3_at(st, ST.motion_ang), ang), 0.5), st[ST.motion_dt])
+    set_vec3(st, ST.motion_vel, vel)
+    set_vec3(st, ST.motion_ang, ang)
+    st[ST.motion_dt] = dt
+    st[ST.moved] = 1.0
 
 
 @njit(cache=True)
 def move(st, vel, ang, dt):
     """The lock state seen from a frame that moved ``dt`` s at body-frame velocity ``vel``, ``ang``."""
     disp, turn = body_step(vel, ang, dt)
-    point = qinv_rot(turn, vsub((st[2], st[3], st[4]), disp))
-    off = qinv_rot(turn, (st[5], st[6], st[7]))
-    offv = qinv_rot(turn, (st[8], st[9], st[10]))
-    for i in range(3):
-        st[2 + i] = point[i]
-        st[5 + i] = off[i]
-        st[8 + i] = offv[i]
+    point = qinv_rot(turn, vsub(vec3_at(st, ST.point), disp))
+    off = qinv_rot(turn, vec3_at(st, ST.off))
+    offv = qinv_rot(turn, vec3_at(st, ST.offv))
+    set_vec3(st, ST.point, point)
+    set_vec3(st, ST.off, off)
+    set_vec3(st, ST.offv, offv)
 
 
 @njit(cache=True)
@@ -116,19 +144,19 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     A world-fixed point ``c`` moves at ``-(mvel + mang x c)`` in the model frame, and the
     offset, which decays in the world, turns at ``-mang``.
     """
-    jh, jk, jf, jt = int(par[0]), int(par[1]), int(par[2]), int(par[3])
-    radius, halflife, height = par[4], par[5], par[6]
-    hinge = (par[7], par[8], par[9])
+    jh, jk, jf, jt = int(par[PAR.hip]), int(par[PAR.knee]), int(par[PAR.foot]), int(par[PAR.toe])
+    radius, halflife, height = par[PAR.unlock_radius], par[PAR.halflife], par[PAR.foot_height]
+    hinge = vec3_at(par, PAR.hinge)
     foot = joint_global(pose, parents, jf)
     toe = joint_global(pose, parents, jt)
     p, v = toe[0], toe[3]
 
     if moving:
         follow_frame(st, mvel, mang, dt)
-    was_contact = st[0] > 0.5
-    lock = st[1] > 0.5
-    point = (st[2], st[3], st[4])
-    off, offv = decay3(spring_weights(halflife, dt), (st[5], st[6], st[7]), (st[8], st[9], st[10]))
+    was_contact = st[ST.contact] > 0.5
+    lock = st[ST.lock] > 0.5
+    point = vec3_at(st, ST.point)
+    off, offv = decay3(spring_weights(halflife, dt), vec3_at(st, ST.off), vec3_at(st, ST.offv))
 
     if lock and (not contact or vlen(vsub(point, p)) > radius):
         # Release: the target jumps from the point to the toe, the offset takes the jump.
@@ -144,17 +172,15 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
         off = vsub(cur, point)
         offv = vadd(curv, frame_velocity(cur, mvel, mang))
 
-    st[0] = 1.0 if contact else 0.0
-    st[1] = 1.0 if lock else 0.0
-    for i in range(3):
-        st[2 + i] = point[i]
-        st[5 + i] = off[i]
-        st[8 + i] = offv[i]
+    st[ST.contact] = 1.0 if contact else 0.0
+    st[ST.lock] = 1.0 if lock else 0.0
+    set_vec3(st, ST.point, point)
+    set_vec3(st, ST.off, off)
+    set_vec3(st, ST.offv, offv)
 
     pos, vel = lock_position(lock, point, off, offv, p, v, mvel, mang)
-    for i in range(3):
-        locked[at + i] = pos[i]
-        locked[at + 3 + i] = vel[i]
+    set_vec3(locked, at, pos)
+    set_vec3(locked, at + 3, vel)
 
     # Move the foot by the lock's displacement from the animated toe ...
     tpos = vadd(foot[0], vsub(pos, p))
@@ -173,15 +199,24 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    out = slot(pose, outs[0])
-    copy_pose(slot(pose, ins[0]), out)
-    m = ins[2]
+def foot_lock_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: lock the foot of the input pose into the output slot, the lock position to ``locked``."""
+    out = slot(pose, outs[OUT.pose])
+    copy_pose(slot(pose, ins[IN.pose]), out)
+    m = ins[IN.motion]
     moving = m >= 0
     mvel, mang = ZERO, ZERO
     if moving:
-        mvel, mang = (sig[m], sig[m + 1], sig[m + 2]), (sig[m + 3], sig[m + 4], sig[m + 5])
-    foot_lock_moving(out, db[3], par, st, sig[ins[1]] > 0.5, dt, sig, outs[1], moving, mvel, mang)
+        mvel, mang = vec3_at(sig, m), vec3_at(sig, m + 3)
+    contact = sig[ins[IN.contact]] > 0.5
+    foot_lock_moving(out, db[DB_PARENTS], par, st, contact, dt, sig, outs[OUT.locked], moving, mvel, mang)
+
+
+def pack_params(model, idx):
+    """The ``PAR`` array of a ``FootLockNode`` with the leg's joint indices ``idx`` (hip, knee, foot, toe)."""
+    hip, knee, foot, toe = idx
+    return PAR.pack(hip=hip, knee=knee, foot=foot, toe=toe, unlock_radius=model.unlock_radius,
+                    halflife=model.halflife, foot_height=model.foot_height, hinge=model.hinge)
 
 
 def check_leg(parents, hip, knee, foot, toe):
@@ -195,7 +230,7 @@ def check_leg(parents, hip, knee, foot, toe):
     return "" if j == foot else f"foot joint {foot} is not an ancestor of toe joint {toe}"
 
 
-@register(run)
+@register(foot_lock_node)
 class FootLockNode(Node):
     """Pins the toe where a contact starts (inertialized in and out) and solves the leg with two-bone IK."""
 
@@ -216,15 +251,10 @@ class FootLockNode(Node):
         f"(CMU knees: [0.94, 0.342, 0] left, [0.94, -0.342, 0] right; components within ±{AXIS_MAX:g}, not all 0)",
     )
 
-    INPUTS = (
-        Port("pose", "pose", "local", "parent-relative pose"),
-        Port("contact", "bool", "", "the toe is in contact with the ground"),
-        Port("motion", "motion", "", "root motion of the model frame (from the graph's output), so locks hold in the world", True),
-    )
-    OUTPUTS = (
-        Port("pose", "pose", "local", "parent-relative pose with the foot locked"),
-        Port("locked", "vec3", "", "lock position of the toe in model space (m, m/s)"),
-    )
+    CATEGORY = "IK"
+    FIELD_KINDS = {"joints": "joints", "hinge": "axis"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     @field_validator("hinge")
     @classmethod
@@ -243,10 +273,10 @@ class FootLockNode(Node):
         msg = check_leg(ctx.skeleton.parents, *idx)
         if msg:
             raise GraphError(msg, node=self.id, port="joints")
-        return np.array(idx + [self.unlock_radius, self.halflife, self.foot_height, *self.hinge], dtype=np.float64)
+        return pack_params(self, idx)
 
     def state(self, ctx, time=0.0):
-        return np.zeros(STATE_SIZE)
+        return np.zeros(ST.SIZE)
 
 
 class FootLock:
@@ -293,11 +323,10 @@ class FootLock:
         msg = check_leg(parents, *idx)
         if msg:
             raise ValueError(msg)
-        m = self.model
-        par = np.array(idx + [m.unlock_radius, m.halflife, m.foot_height, *m.hinge], dtype=np.float64)
+        par = pack_params(self.model, idx)
         items = int(np.prod(local.batch, dtype=np.int64))
         if self.state is None:
-            self.state = np.zeros((items, STATE_SIZE))
+            self.state = np.zeros((items, ST.SIZE))
         if self.state.shape[0] != items:
             raise ValueError(f"FootLock ran on {self.state.shape[0]} characters, now {items}: reset() first")
         try:
@@ -311,3 +340,20 @@ class FootLock:
         self.locked_pos = locked[:, :3].reshape(tuple(local.batch) + (3,))
         self.locked_vel = locked[:, 3:].reshape(tuple(local.batch) + (3,))
         return out
+
+
+def verify_foot_lock(m, t, h, rng):
+    """The toe locks on the clip's contacts from ``lag`` s before t; the pose and the lock position are checked."""
+    lock = FootLock(joints=m.leg)
+    hold = t + STEPS[0] * h  # the contact is held over the stencil: its switching is an event, not motion
+
+    def step(s, dt):
+        out = lock.update(m.pose(s), m.skel, m.contact(np.minimum(s, hold)), dt)
+        locked = Pose(lock.locked_pos[:, None], identity_rot(s)[:, None], vel=lock.locked_vel[:, None])
+        return out, locked
+
+    outs = play(step, t - rng.uniform(0.1, 0.6), t, h)
+    return [[pose for pose, _ in outs], [locked for _, locked in outs]]
+
+
+FootLockNode.OP, FootLockNode.VERIFY = FootLock, verify_foot_lock

@@ -16,7 +16,6 @@ pose as is; a target straight behind turns half way round (velocity zero there).
 
 from typing import Literal
 
-import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
@@ -25,10 +24,21 @@ from animgraph.kernels import copy_pose, joint_global, set_global_rotation
 from animgraph.maths import qbetween, qbetween_dx, qmul, qrot, vadd, vcross, vlen, vnormalize, vnormalize_dx, vsub
 from animgraph.maths import weighted_rotation
 from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import DB_PARENTS, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number
+from animgraph.stencil import ramp, stencil
 
 TINY = 1e-9
+
+INPUTS = (
+    Port("pose", "pose", "local", "parent-relative pose"),
+    Port("target", "vec3", "", "point to look at in model space (m, m/s)"),
+    Port("weight", "scalar", "", "blend weight with its rate (1/s); the field when unlinked", optional=True),
+)
+OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the joint turned"),)
+IN, OUT = port_indices("LookAtIn", INPUTS), port_indices("LookAtOut", OUTPUTS)
+# joint index, forward axis (joint frame), weight (the ``weight`` port's value when it is unlinked)
+PAR = fields("LookAtPar", joint=1, forward=3, weight=1)
 
 
 @njit(cache=True)
@@ -55,18 +65,20 @@ def look_at_kernel(local, parents, j, fwd, tpos, tvel, w, dw, out):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    t = ins[1]
+def look_at_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: turn the joint of the input pose towards the target signal, into the output slot."""
+    t = ins[IN.target]
     tpos = (sig[t], sig[t + 1], sig[t + 2])
     tvel = (sig[t + 3], sig[t + 4], sig[t + 5])
-    w, dw = par[4], 0.0
-    if ins[2] >= 0:
-        w, dw = sig[ins[2]], sig[ins[2] + 1]
-    fwd = (par[1], par[2], par[3])
-    look_at_kernel(slot(pose, ins[0]), db[3], int(par[0]), fwd, tpos, tvel, w, dw, slot(pose, outs[0]))
+    w, dw = par[PAR.weight], 0.0
+    if ins[IN.weight] >= 0:
+        w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
+    fwd = (par[PAR.forward], par[PAR.forward + 1], par[PAR.forward + 2])
+    j = int(par[PAR.joint])
+    look_at_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], j, fwd, tpos, tvel, w, dw, slot(pose, outs[OUT.pose]))
 
 
-@register(run)
+@register(look_at_node)
 class LookAt(Node):
     """Turns one joint so its ``forward`` axis points at the target (model space)."""
 
@@ -77,12 +89,10 @@ class LookAt(Node):
     )
     weight: float = unit_field(1.0, "0 leaves the pose, 1 looks straight at the target")
 
-    INPUTS = (
-        Port("pose", "pose", "local", "parent-relative pose"),
-        Port("target", "vec3", "", "point to look at in model space (m, m/s)"),
-        Port("weight", "scalar", "", "blend weight with its rate (1/s); the field when unlinked", optional=True),
-    )
-    OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the joint turned"),)
+    CATEGORY = "IK"
+    FIELD_KINDS = {"joint": "joint", "forward": "axis"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     @field_validator("forward")
     @classmethod
@@ -91,7 +101,7 @@ class LookAt(Node):
 
     def params(self, ctx):
         j = ctx.joint(self, "joint", self.joint)
-        return np.array([j, *self.forward, self.weight], dtype=np.float64)
+        return PAR.pack(joint=j, forward=self.forward, weight=self.weight)
 
 
 def look_at(local, parents, joint, target_pos, target_vel=(0.0, 0.0, 0.0), forward=(0.0, 0.0, 1.0), weight=1.0,
@@ -112,3 +122,15 @@ def look_at(local, parents, joint, target_pos, target_vel=(0.0, 0.0, 0.0), forwa
     for n, (src, dst) in enumerate(zip(local.items(), out.items())):
         look_at_kernel(src, parents, j, fwd, tuple(tp[n]), tuple(tv[n]), weight, weight_vel, dst)
     return out
+
+
+def verify_look_at(m, t, h, rng):
+    """The head looks at a point swinging in front of the hips, the weight ramping."""
+
+    def f(s):
+        return look_at(m.pose(s), m.skel, m.head, *m.look_target(s), (0.0, 0.0, 1.0), *ramp(s - t))
+
+    return [stencil(f, t, h)]
+
+
+LookAt.OP, LookAt.VERIFY = look_at, verify_look_at

@@ -7,7 +7,6 @@ there), weighted by ``weight`` with its rate.
 
 from typing import Literal
 
-import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
@@ -16,8 +15,19 @@ from animgraph.errors import GraphError
 from animgraph.ik import apply_two_bone
 from animgraph.kernels import copy_pose
 from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import DB_PARENTS, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number
+from animgraph.stencil import ramp, stencil
+
+INPUTS = (
+    Port("pose", "pose", "local", "parent-relative pose"),
+    Port("target", "vec3", "", "end target in model space (m, m/s)"),
+    Port("weight", "scalar", "", "blend weight with its rate (1/s); the field when unlinked", optional=True),
+)
+OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the chain solved"),)
+IN, OUT = port_indices("TwoBoneIKIn", INPUTS), port_indices("TwoBoneIKOut", OUTPUTS)
+# joint indices of the chain, the mid joint's hinge axis, weight (the ``weight`` port's value when it is unlinked)
+PAR = fields("TwoBoneIKPar", root=1, mid=1, end=1, hinge=3, weight=1)
 
 # ---------------------------------------------------------------- kernel
 
@@ -33,20 +43,22 @@ def two_bone_ik_kernel(local, parents, ja, jb, jc, hinge, tpos, tvel, w, dw, out
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    t = ins[1]
+def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: solve the chain of the input pose for the target signal, into the output slot."""
+    t = ins[IN.target]
     tpos = (sig[t], sig[t + 1], sig[t + 2])
     tvel = (sig[t + 3], sig[t + 4], sig[t + 5])
-    w, dw = par[6], 0.0
-    if ins[2] >= 0:
-        w, dw = sig[ins[2]], sig[ins[2] + 1]
-    hinge = (par[3], par[4], par[5])
+    w, dw = par[PAR.weight], 0.0
+    if ins[IN.weight] >= 0:
+        w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
+    hinge = (par[PAR.hinge], par[PAR.hinge + 1], par[PAR.hinge + 2])
+    ja, jb, jc = int(par[PAR.root]), int(par[PAR.mid]), int(par[PAR.end])
     two_bone_ik_kernel(
-        slot(pose, ins[0]), db[3], int(par[0]), int(par[1]), int(par[2]), hinge, tpos, tvel, w, dw, slot(pose, outs[0])
+        slot(pose, ins[IN.pose]), db[DB_PARENTS], ja, jb, jc, hinge, tpos, tvel, w, dw, slot(pose, outs[OUT.pose])
     )
 
 
-@register(run)
+@register(two_bone_ik_node)
 class TwoBoneIK(Node):
     """Analytic two-joint IK: rotates ``root`` and ``mid`` so ``end`` reaches the target (model space)."""
 
@@ -61,12 +73,10 @@ class TwoBoneIK(Node):
     )
     weight: float = unit_field(1.0, "0 leaves the pose, 1 reaches the target")
 
-    INPUTS = (
-        Port("pose", "pose", "local", "parent-relative pose"),
-        Port("target", "vec3", "", "end target in model space (m, m/s)"),
-        Port("weight", "scalar", "", "blend weight with its rate (1/s); the field when unlinked", optional=True),
-    )
-    OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the chain solved"),)
+    CATEGORY = "IK"
+    FIELD_KINDS = {"root": "joint", "mid": "joint", "end": "joint", "hinge": "axis"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     @field_validator("hinge")
     @classmethod
@@ -74,11 +84,11 @@ class TwoBoneIK(Node):
         return check_axis(v, "hinge")
 
     def params(self, ctx):
-        idx = [ctx.joint(self, name, getattr(self, name)) for name in ("root", "mid", "end")]
-        msg = check_chain(ctx.skeleton.parents, *idx)
+        root, mid, end = (ctx.joint(self, name, getattr(self, name)) for name in ("root", "mid", "end"))
+        msg = check_chain(ctx.skeleton.parents, root, mid, end)
         if msg:
             raise GraphError(msg, node=self.id, port="root")
-        return np.array(idx + list(self.hinge) + [self.weight], dtype=np.float64)
+        return PAR.pack(root=root, mid=mid, end=end, hinge=self.hinge, weight=self.weight)
 
 
 # ---------------------------------------------------------------- op
@@ -108,3 +118,18 @@ def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), 
     for n, (src, dst) in enumerate(zip(local.items(), out.items())):
         two_bone_ik_kernel(src, parents, ja, jb, jc, hinge, tuple(tp[n]), tuple(tv[n]), weight, weight_vel, dst)
     return out
+
+
+# ---------------------------------------------------------------- verify
+
+
+def verify_two_bone_ik(m, t, h, rng):
+    """The leg reaches for a point circling above the animated foot, the weight ramping."""
+
+    def f(s):
+        return two_bone_ik(m.pose(s), m.skel, m.leg[:3], *m.reach_target(s), *ramp(s - t))
+
+    return [stencil(f, t, h)]
+
+
+TwoBoneIK.OP, TwoBoneIK.VERIFY = two_bone_ik, verify_two_bone_ik

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
-from animgraph.nodes.foot_lock import STATE_SIZE, FootLock, FootLockNode, foot_lock_update
+from animgraph.nodes.foot_lock import ST, STATE_SIZE, FootLock, FootLockNode, foot_lock_update
 from animgraph.ik import REACH_SOFT
 from animgraph.preprocess import foot_contacts
 from test_node_two_bone_ik import (
@@ -134,9 +134,9 @@ def test_unlock_radius_releases_the_lock():
         p = motion(n * dt)
         toe = global64(p, LEG_PARENTS)[0][4]
         _, locked, st = step64(p, LEG_PARENTS, par, st, True, dt)
-        point = st[2:5].copy() if point is None else point  # the locked point (at foot height)
-        assert st[1] == (1.0 if np.linalg.norm(toe - point) <= radius else 0.0), n
-    assert st[1] == 0.0
+        point = st[ST.point:ST.point + 3].copy() if point is None else point  # the locked point (at foot height)
+        assert st[ST.lock] == (1.0 if np.linalg.norm(toe - point) <= radius else 0.0), n
+    assert st[ST.lock] == 0.0
     # The released lock position converges to the animated toe.
     assert np.linalg.norm(locked[:3] - toe) < 0.05 * radius
 
@@ -204,7 +204,7 @@ def test_fresh_lock_mid_motion_matches_one_that_ran_from_the_start():
     for f in range(clip.frames):
         local = as_pose(clip_motion(clip, f)(0.0))
         st = old.state
-        if fresh is None and f > 100 and not contact[f - 1] and st[0, 1] == 0.0 and np.abs(st[0, 5:]).max() < 1e-9:
+        if fresh is None and f > 100 and not contact[f - 1] and st[0, ST.lock] == 0.0 and np.abs(st[0, ST.off:]).max() < 1e-9:
             fresh, start = FootLock(halflife=0.02, foot_height=0.035, hinge=CMU_LEFT_KNEE), f
         a = old.update(local, skel, contact[f], clip.dt)
         if fresh is not None:
