@@ -26,6 +26,10 @@ No closed form can avoid such a flip for every input: the fade would be a homoto
 constant map of SO(3) to the identity, which does not exist.  Following the input past it
 would need its turn since the transition, which only a per-step history knows (and then
 the pose depends on the steps).
+
+State: the header ``ST``; per joint (blocks of ``joints`` rows each, ``JOINT``) the
+previous output and the snapshot taken at the transition, both kineforms; then the
+root-motion tail ``MOTION``.
 """
 
 import math
@@ -54,13 +58,34 @@ from animgraph.maths import (
 )
 from animgraph.kernels import copy_pose, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number, pose_arg
+from animgraph.stencil import FRAME, STEPS, play
 
-HEADER = 3  # has a previous output, seconds since the transition, blend active
-KFORM = 19  # floats of one stored kineform
-MOTION = 13  # root motion: last output (6), the old motion at the transition (6), fading (1)
+KFORM = 19  # floats of one stored kineform (state_pose layout)
 MAX_TURN = 0.5 * math.pi  # most the extrapolated rotation turns in total (rad)
+
+INPUTS = (
+    Port("pose", "pose", "local", "input pose with velocities"),
+    Port("transition", "bool", "", "set on the frame the input jumps", True),
+    Port("motion", "motion", "", "root motion switched with the pose: dead-blended alike", True),
+)
+OUTPUTS = (
+    Port("pose", "pose", "local", "extrapolated old pose faded into the input"),
+    Port("motion", "motion", "", "root motion faded in from the coasting old one (zero when 'motion' is unlinked)"),
+)
+IN, OUT = port_indices("DeadBlendIn", INPUTS), port_indices("DeadBlendOut", OUTPUTS)
+
+# duration: cross-fade seconds (0 cuts); rate: decay rate of the old pose's velocities (1/s)
+PAR = fields("DeadBlendPar", duration=1, rate=1)
+# shown: a previous output exists; elapsed: seconds since the transition; active: blending
+ST = fields("DeadBlendSt", shown=1, elapsed=1, active=1)
+# per joint: the previous output and the old pose at the transition (kineforms), each a block of joints rows
+JOINT = fields("DeadBlendJoint", prev=KFORM, old=KFORM)
+# after the joint blocks: root motion last output, the old motion at the transition (vel, ang each), fading flag
+MOTION = fields("DeadBlendMotion", last=6, old=6, fading=1)
+# numba reads a fields tuple's offsets but not its class's SIZE: the kernels use these.
+ST_SIZE, JOINT_SIZE = ST.SIZE, JOINT.SIZE
 
 
 @njit(cache=True)
@@ -116,66 +141,68 @@ def dead_blend_kernel(old, inp, rate, duration, t, out):
 
 
 @njit(cache=True)
-def carry_pose(src, ahead, dst):
-    """Pose ``src`` carried ``ahead`` s on at its own constant velocities, into ``dst``."""
-    for j in range(dst[0].shape[0]):
-        store_kform(dst, j, kform_extrapolate(load_kform(src, j), 0.0, ahead))
+def carry_pose(src, ahead, out):
+    """Pose ``src`` carried ``ahead`` s on at its own constant velocities, into ``out``."""
+    for j in range(out[0].shape[0]):
+        store_kform(out, j, kform_extrapolate(load_kform(src, j), 0.0, ahead))
 
 
 @njit(cache=True)
 def fade_motion(sig, at, out, st, record, transition, rate, duration, t):
-    """Root motion ``sig[at:at+6]`` faded in from the old one into ``sig[out:out+6]``; ``st``: (last output, old motion).
+    """Root motion ``sig[at:at+6]`` faded in from the old one into ``sig[out:out+6]``; ``st`` is the ``MOTION`` tail.
 
     The old motion (the last output at the transition) coasts like the old pose's
     velocities, decaying at ``rate`` (1/s), and the input fades in with the same smoothstep
     weight, so the velocity the output node integrates does not step.
     """
     if transition:
-        st[12] = 1.0 if record and duration > 0.0 else 0.0
+        st[MOTION.fading] = 1.0 if record and duration > 0.0 else 0.0
         for c in range(6):
-            st[6 + c] = st[c]
+            st[MOTION.old + c] = st[MOTION.last + c]
     if t >= duration:
-        st[12] = 0.0
-    alpha = smoothstep(t, duration)[0] if st[12] > 0.5 else 1.0
+        st[MOTION.fading] = 0.0
+    alpha = smoothstep(t, duration)[0] if st[MOTION.fading] > 0.5 else 1.0
     fade = coast(rate, t)[1]
     for c in range(6):
-        value = alpha * sig[at + c] + (1.0 - alpha) * fade * st[6 + c]
+        value = alpha * sig[at + c] + (1.0 - alpha) * fade * st[MOTION.old + c]
         sig[out + c] = value
-        st[c] = value
+        st[MOTION.last + c] = value
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    duration = par[0]
-    rate = par[1]
-    inp = slot(pose, ins[0])
-    out = slot(pose, outs[0])
+def dead_blend_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: the old pose, snapshot on the transition event, faded into the input pose."""
+    duration = par[PAR.duration]
+    rate = par[PAR.rate]
+    inp = slot(pose, ins[IN.pose])
+    out = slot(pose, outs[OUT.pose])
     joints = inp[0].shape[0]
-    prev = state_pose(st, HEADER, joints)
-    old = state_pose(st, HEADER + KFORM * joints, joints)
-    transition = ins[1] >= 0 and sig[ins[1]] > 0.5
-    if ins[2] >= 0:
-        fade_motion(sig, ins[2], outs[1], st[HEADER + 2 * KFORM * joints:], transition and st[0] > 0.5, transition,
-                    rate, duration, 0.0 if transition else st[1] + dt)
-    if transition and st[0] > 0.5 and duration > 0.0:
+    prev = state_pose(st, ST_SIZE + JOINT.prev * joints, joints)
+    old = state_pose(st, ST_SIZE + JOINT.old * joints, joints)
+    transition = ins[IN.transition] >= 0 and sig[ins[IN.transition]] > 0.5
+    if ins[IN.motion] >= 0:
+        fade_motion(sig, ins[IN.motion], outs[OUT.motion], st[ST_SIZE + JOINT_SIZE * joints:],
+                    transition and st[ST.shown] > 0.5, transition, rate, duration,
+                    0.0 if transition else st[ST.elapsed] + dt)
+    if transition and st[ST.shown] > 0.5 and duration > 0.0:
         carry_pose(prev, dt, old)
-        st[1] = 0.0
-        st[2] = 1.0
+        st[ST.elapsed] = 0.0
+        st[ST.active] = 1.0
     elif transition:
-        st[2] = 0.0  # first frame, or a cut
+        st[ST.active] = 0.0  # first frame, or a cut
     else:
-        st[1] += dt
-    if st[2] > 0.5 and st[1] >= duration:
-        st[2] = 0.0
-    if st[2] > 0.5:
-        dead_blend_kernel(old, inp, rate, duration, st[1], out)
+        st[ST.elapsed] += dt
+    if st[ST.active] > 0.5 and st[ST.elapsed] >= duration:
+        st[ST.active] = 0.0
+    if st[ST.active] > 0.5:
+        dead_blend_kernel(old, inp, rate, duration, st[ST.elapsed], out)
     else:
         copy_pose(inp, out)
     copy_pose(out, prev)
-    st[0] = 1.0
+    st[ST.shown] = 1.0
 
 
-@register(run)
+@register(dead_blend_node)
 class DeadBlend(Node):
     """Hide a transition: cross-fade from the old pose coasting on its decaying velocities."""
 
@@ -183,24 +210,18 @@ class DeadBlend(Node):
     duration: float = seconds_field(0.5, "cross-fade time; 0 cuts")
     halflife: float = seconds_field(0.2, "half-life of the old pose's velocities; 0 holds it")
 
-    INPUTS = (
-        Port("pose", "pose", "local", "input pose with velocities"),
-        Port("transition", "bool", "", "set on the frame the input jumps", True),
-        Port("motion", "motion", "", "root motion switched with the pose: dead-blended alike", True),
-    )
-    OUTPUTS = (
-        Port("pose", "pose", "local", "extrapolated old pose faded into the input"),
-        Port("motion", "motion", "", "root motion faded in from the coasting old one (zero when 'motion' is unlinked)"),
-    )
+    CATEGORY = "transitions"
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     def params(self, ctx):
         # Plan parameters are finite: a held pose (half-life 0, rate inf) is any rate above decay.MAX_RATE.
         rate = min(halflife_rate(self.halflife), 1e300)
-        return np.array([cut_seconds(self.duration), rate], dtype=np.float64)
+        return PAR.pack(duration=cut_seconds(self.duration), rate=rate)
 
     def state(self, ctx, time=0.0):
         """No previous output and no blend: the first frame shows the input."""
-        return np.zeros(HEADER + 2 * KFORM * len(ctx.skeleton) + MOTION, dtype=np.float64)
+        return np.zeros(ST.SIZE + JOINT.SIZE * len(ctx.skeleton) + MOTION.SIZE, dtype=np.float64)
 
 
 def _seconds(name, value):
@@ -266,3 +287,15 @@ class DeadBlender:
         for old, src, dst in zip(self.old, input.items(), out.items()):
             dead_blend_kernel(old, src, self.rate, self.duration, self.elapsed, dst)
         return out
+
+
+def verify_dead_blend(m, t, h, rng):
+    """The input cuts to the backwards clip ``lag`` s before t; the old pose coasts and fades out."""
+    dead = DeadBlender(duration=0.4, halflife=0.15)
+    start = t - rng.uniform(FRAME, 0.4 - (STEPS[-1] + 1) * h)
+    dead.transition(m.pose(start))
+    dead.update(m.other(start), 0.0)
+    return [play(lambda s, dt: dead.update(m.other(s), dt), start, t, h)]
+
+
+DeadBlend.OP, DeadBlend.VERIFY = DeadBlender, verify_dead_blend

@@ -16,6 +16,9 @@ critically damped spring by ``halflife``) and is applied to the live input:
 ``s = s_in exp(x)``, ``svl = svl_in + x'``.  A transition mid-decay starts from the
 previous output, which already holds the current offset.  A zero duration or half-life
 records no offset: the transition is a cut.
+
+State: the header ``ST``; per joint (blocks of ``joints`` rows each, ``JOINT``) the
+previous output as a kineform and the offset; then the root-motion tail ``MOTION``.
 """
 
 import math
@@ -29,14 +32,35 @@ from animgraph.decay import decay3, decay_weights, kform_extrapolate
 from animgraph.maths import load_kform, store_kform
 from animgraph.kernels import copy_pose, get3, put3, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import Node, Port, fields, port_indices, register, slot
 from animgraph.offsets import OFFSET, apply_offset, joint_offset
 from animgraph.pose import Pose, number, pose_arg
+from animgraph.stencil import FRAME, STEPS, advance, play
 
-HEADER = 3  # has a previous output, seconds since the transition, offset active
-KFORM = 19  # floats of one stored kineform
-MOTION = 12  # root motion: last output (6) and its offset (6)
+KFORM = 19  # floats of one stored kineform (state_pose layout)
 SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
+
+INPUTS = (
+    Port("pose", "pose", "local", "input pose with velocities"),
+    Port("transition", "bool", "", "set on the frame the input jumps", True),
+    Port("motion", "motion", "", "root motion switched with the pose: inertialized alike", True),
+)
+OUTPUTS = (
+    Port("pose", "pose", "local", "input with the decaying offset applied"),
+    Port("motion", "motion", "", "root motion with its decaying offset (zero when 'motion' is unlinked)"),
+)
+IN, OUT = port_indices("InertializeIn", INPUTS), port_indices("InertializeOut", OUTPUTS)
+
+# cubic: 1 cubic decay over length s, 0 spring with half-life length s (0 cuts)
+PAR = fields("InertializePar", cubic=1, length=1)
+# shown: a previous output exists; elapsed: seconds since the transition; active: an offset shows
+ST = fields("InertializeSt", shown=1, elapsed=1, active=1)
+# per joint: the previous output (kineform) and the offset (animgraph.offsets), each a block of joints rows
+JOINT = fields("InertializeJoint", prev=KFORM, off=OFFSET)
+# after the joint blocks: root motion last output and its offset (vel, ang each)
+MOTION = fields("InertializeMotion", last=6, offset=6)
+# numba reads a fields tuple's offsets but not its class's SIZE: the kernels use these.
+ST_SIZE, JOINT_SIZE = ST.SIZE, JOINT.SIZE
 
 
 # ---------------------------------------------------------------- whole poses (shared by node and op)
@@ -78,7 +102,7 @@ def still_active(cubic, length, t):
 
 @njit(cache=True)
 def motion_offset(sig, at, out, st, record, transition, cubic, length, t):
-    """Root motion ``sig[at:at+6]`` plus its decaying offset into ``sig[out:out+6]``; ``st`` holds (last output, offset).
+    """Root motion ``sig[at:at+6]`` plus its decaying offset into ``sig[out:out+6]``; ``st`` is the ``MOTION`` tail.
 
     On a transition the offset is the last output minus the new input, so the velocity
     the output node integrates does not step; it decays like the pose's offset (as a
@@ -87,42 +111,45 @@ def motion_offset(sig, at, out, st, record, transition, cubic, length, t):
     w = decay_weights(cubic, length, t)
     for c in range(6):
         if transition:
-            st[6 + c] = st[c] - sig[at + c] if record and length > 0.0 else 0.0
-        value = sig[at + c] + w[0] * st[6 + c]
+            st[MOTION.offset + c] = st[MOTION.last + c] - sig[at + c] if record and length > 0.0 else 0.0
+        value = sig[at + c] + w[0] * st[MOTION.offset + c]
         sig[out + c] = value
-        st[c] = value
+        st[MOTION.last + c] = value
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    cubic = par[0] > 0.5
-    length = par[1]
-    inp = slot(pose, ins[0])
-    out = slot(pose, outs[0])
+def inertialize_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: the input pose with its decaying offset, recorded on the transition event."""
+    cubic = par[PAR.cubic] > 0.5
+    length = par[PAR.length]
+    inp = slot(pose, ins[IN.pose])
+    out = slot(pose, outs[OUT.pose])
     joints = inp[0].shape[0]
-    prev = state_pose(st, HEADER, joints)
-    off = st[HEADER + KFORM * joints : HEADER + (KFORM + OFFSET) * joints].reshape((joints, OFFSET))
-    transition = ins[1] >= 0 and sig[ins[1]] > 0.5
-    if ins[2] >= 0:
-        motion_offset(sig, ins[2], outs[1], st[HEADER + (KFORM + OFFSET) * joints:], transition and st[0] > 0.5,
-                      transition, cubic, length, 0.0 if transition else st[1] + dt)
-    if transition and st[0] > 0.5 and length > 0.0:
+    prev = state_pose(st, ST_SIZE + JOINT.prev * joints, joints)
+    at = ST_SIZE + JOINT.off * joints
+    off = st[at : at + OFFSET * joints].reshape((joints, OFFSET))
+    transition = ins[IN.transition] >= 0 and sig[ins[IN.transition]] > 0.5
+    if ins[IN.motion] >= 0:
+        motion_offset(sig, ins[IN.motion], outs[OUT.motion], st[ST_SIZE + JOINT_SIZE * joints:],
+                      transition and st[ST.shown] > 0.5, transition, cubic, length,
+                      0.0 if transition else st[ST.elapsed] + dt)
+    if transition and st[ST.shown] > 0.5 and length > 0.0:
         # The previous output, one frame on, is what would show now: the offset starts there.
         record_offsets(prev, inp, dt, off)
-        st[1] = 0.0
-        st[2] = 1.0
+        st[ST.elapsed] = 0.0
+        st[ST.active] = 1.0
     elif transition:
-        st[2] = 0.0  # first frame, or a cut
+        st[ST.active] = 0.0  # first frame, or a cut
     else:
-        st[1] += dt
-    if st[2] > 0.5 and not still_active(cubic, length, st[1]):
-        st[2] = 0.0
-    inertialize_kernel(inp, off, st[2] > 0.5, cubic, length, st[1], out)
+        st[ST.elapsed] += dt
+    if st[ST.active] > 0.5 and not still_active(cubic, length, st[ST.elapsed]):
+        st[ST.active] = 0.0
+    inertialize_kernel(inp, off, st[ST.active] > 0.5, cubic, length, st[ST.elapsed], out)
     copy_pose(out, prev)
-    st[0] = 1.0
+    st[ST.shown] = 1.0
 
 
-@register(run)
+@register(inertialize_node)
 class Inertialize(Node):
     """Hide a transition: the offset from the previous output to the new input decays to zero."""
 
@@ -131,25 +158,20 @@ class Inertialize(Node):
     duration: float = seconds_field(0.25, "cubic decay time; 0 cuts")
     halflife: float = seconds_field(0.1, "spring decay half-life; 0 cuts")
 
-    INPUTS = (
-        Port("pose", "pose", "local", "input pose with velocities"),
-        Port("transition", "bool", "", "set on the frame the input jumps", True),
-        Port("motion", "motion", "", "root motion switched with the pose: inertialized alike", True),
-    )
-    OUTPUTS = (
-        Port("pose", "pose", "local", "input with the decaying offset applied"),
-        Port("motion", "motion", "", "root motion with its decaying offset (zero when 'motion' is unlinked)"),
-    )
+    CATEGORY = "transitions"
+    FIELD_KINDS = {"mode": "enum"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     def length(self):
         return self.duration if self.mode == "cubic" else self.halflife
 
     def params(self, ctx):
-        return np.array([self.mode == "cubic", cut_seconds(self.length())], dtype=np.float64)
+        return PAR.pack(cubic=self.mode == "cubic", length=cut_seconds(self.length()))
 
     def state(self, ctx, time=0.0):
         """No previous output and no offset: the first frame shows the input."""
-        return np.zeros(HEADER + (KFORM + OFFSET) * len(ctx.skeleton) + MOTION, dtype=np.float64)
+        return np.zeros(ST.SIZE + JOINT.SIZE * len(ctx.skeleton) + MOTION.SIZE, dtype=np.float64)
 
 
 # ---------------------------------------------------------------- op
@@ -226,3 +248,23 @@ class Inertializer:
         for n, (src, dst) in enumerate(zip(input.items(), out.items())):
             inertialize_kernel(src, flat[n], True, self.cubic, self.length, self.elapsed, dst)
         return out
+
+
+def verify_inertialize(m, t, h, rng):
+    """The input cuts to the backwards clip ``lag`` s before t (half the time back again mid-decay); cubic or spring."""
+    inert = Inertializer(duration=0.4) if rng.random() < 0.5 else Inertializer(halflife=0.1)
+    lag = rng.uniform(FRAME, 0.4 - (STEPS[-1] + 1) * h)
+    start, source = t - lag, m.other
+    inert.transition(m.pose(start), source(start))
+    inert.update(source(start), 0.0)
+    if rng.random() < 0.5:
+        # Cut back while the offset decays: the new offset starts from the current output.
+        mid = start + lag * rng.uniform(0.2, 0.8)
+        shown = advance(lambda s, dt: inert.update(source(s), dt), start, mid)
+        start, source = mid, m.pose
+        inert.transition(shown, source(start))
+        inert.update(source(start), 0.0)
+    return [play(lambda s, dt: inert.update(source(s), dt), start, t, h)]
+
+
+Inertialize.OP, Inertialize.VERIFY = Inertializer, verify_inertialize

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
-from animgraph.nodes.dead_blend import MAX_TURN, DeadBlend, DeadBlender
+from animgraph.nodes.dead_blend import JOINT, MAX_TURN, MOTION, PAR, ST, DeadBlend, DeadBlender
 from conftest import BUNDLED, SHARED_MOCAP, TEST_ONLY, load_any
 from fd import from_rotvec, qconj, qmul, rotvec
 from test_node_inertialize import (
@@ -69,8 +69,10 @@ def test_ports_and_layout():
     assert node.inputs()[1].optional and node.inputs()[1].signal == "bool"
     assert [p.name for p in node.outputs()] == ["pose", "motion"]
     ctx = BuildContext(skeleton=skeleton(4))
-    np.testing.assert_allclose(node.params(ctx), [0.4, LN2 / 0.1])
-    assert node.state(ctx).shape == (3 + 38 * 4 + 13,) and not node.state(ctx).any()
+    np.testing.assert_allclose(node.params(ctx), PAR.pack(duration=0.4, rate=LN2 / 0.1))
+    # Header, per joint the previous output and the transition snapshot (19 each), root-motion tail.
+    assert (ST.SIZE, JOINT.prev, JOINT.old, JOINT.SIZE, MOTION.SIZE) == (3, 0, 19, 38, 13)
+    assert node.state(ctx).shape == (ST.SIZE + JOINT.SIZE * 4 + MOTION.SIZE,) and not node.state(ctx).any()
 
 
 def test_mismatched_poses_are_refused():

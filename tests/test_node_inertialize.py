@@ -1,7 +1,7 @@
 """inertialize node and ag.ops.Inertializer: parameters, degenerate cases, velocities, transitions.
 
-The node is driven through its kernel exactly as the executor calls it: ``run(ins, outs,
-par, st, pose, sig, db, dt)`` with hand-built arrays (``Runner``).  Velocity tolerance:
+The node is driven through its kernel exactly as the executor calls it: ``inertialize_node(ins,
+outs, par, st, pose, sig, db, dt)`` with hand-built arrays (``Runner``).  Velocity tolerance:
 central differences of the node's own output (steps h = 2e-4 s and 2h combined, float32 poses) agree with the
 propagated velocities to ``VEL_TOL`` relative, the error divided by max(|v|, 1 unit/s).
 """
@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
-from animgraph.nodes.inertialize import Inertialize, Inertializer
+from animgraph.nodes.inertialize import JOINT, MOTION, PAR, ST, Inertialize, Inertializer
 from conftest import BUNDLED, load_any
 from fd import central_velocities, from_rotvec, qconj, qmul, rotvec
 
@@ -203,8 +203,10 @@ def test_ports_and_layout():
     assert node.inputs()[2].optional and node.inputs()[2].signal == "motion"
     assert [p.name for p in node.outputs()] == ["pose", "motion"]
     ctx = BuildContext(skeleton=skeleton(4))
-    np.testing.assert_array_equal(node.params(ctx), [0.0, 0.2])
-    assert node.state(ctx).shape == (3 + 37 * 4 + 12,) and not node.state(ctx).any()
+    np.testing.assert_array_equal(node.params(ctx), PAR.pack(cubic=0.0, length=0.2))
+    # Header, per joint the previous output (19) and the offset (18), root-motion tail.
+    assert (ST.SIZE, JOINT.prev, JOINT.off, JOINT.SIZE, MOTION.SIZE) == (3, 0, 19, 37, 12)
+    assert node.state(ctx).shape == (ST.SIZE + JOINT.SIZE * 4 + MOTION.SIZE,) and not node.state(ctx).any()
 
 
 def test_mismatched_poses_are_refused():

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 import animgraph as ag
 from animgraph.decay import spring_weights, two_rate_weights
 from animgraph.node import BuildContext
-from animgraph.nodes.tracking_spring import SIGNALS, TrackingSpring, TrackingSpringNode
+from animgraph.nodes.tracking_spring import JOINT, PAR, SIGNALS, ST, TRACK, TrackingSpring, TrackingSpringNode
 from fd import from_rotvec, qconj, qmul, rotvec
 from test_node_inertialize import (
     DT,
@@ -72,7 +72,11 @@ def test_bad_values_are_refused():
         poses.update(ag.Pose.identity(4), DT)
 
 
-@pytest.mark.parametrize("signal, size", [("scalar", 17), ("vec3", 17), ("quat", 17), ("pose", 1 + 37 * 4)])
+@pytest.mark.parametrize(
+    "signal, size",
+    [("scalar", ST.SIZE + TRACK.SIZE), ("vec3", ST.SIZE + TRACK.SIZE), ("quat", ST.SIZE + TRACK.SIZE),
+     ("pose", ST.SIZE + JOINT.SIZE * 4)],
+)
 def test_ports_and_layout(signal, size):
     node = TrackingSpringNode(id="ts", signal=signal, position_halflife=0.4, jump_speed=None)
     ins, outs = node.inputs(), node.outputs()
@@ -80,7 +84,13 @@ def test_ports_and_layout(signal, size):
     assert ins[0].signal == signal and outs[0].signal == signal and [p.name for p in outs] == ["value"]
     assert ins[1].optional and ins[2].optional and ins[1].signal == ins[2].signal == "bool"
     ctx = BuildContext(skeleton=skeleton(4))
-    np.testing.assert_array_equal(node.params(ctx), [SIGNALS.index(signal), 0.4, 0.05, 1.0, -1.0, 50.0])
+    np.testing.assert_array_equal(
+        node.params(ctx),
+        PAR.pack(signal=SIGNALS.index(signal), position_halflife=0.4, velocity_halflife=0.05, acceleration=1.0,
+                 jump_speed=-1.0, jump_turn=50.0),
+    )
+    # Header; a signal's last target and offset (16), or per joint the last target (19) and the offset (18).
+    assert (ST.SIZE, TRACK.SIZE, JOINT.prev, JOINT.off, JOINT.SIZE) == (1, 16, 0, 19, 37)
     assert node.state(ctx).shape == (size,) and not node.state(ctx).any()
 
 
