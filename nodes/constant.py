@@ -19,8 +19,8 @@ POSE, SIGNAL = 1.0, 0.0
 
 OUTPUTS = (Port("value", "any", "", "the constant ('pose' port, local, when signal is 'pose')"),)
 OUT = port_indices("ConstantOut", OUTPUTS)  # 'value' is 'pose' for a pose constant: the same position
-# POSE or SIGNAL; the value follows from PAR.SIZE: a signal's block (SIGNAL_SIZE of its kind), or a pose's
-# blocks of POSE_JOINT widths per joint (block ``pos`` at ``PAR.SIZE + POSE_JOINT.pos * joints``, ...).
+# POSE or SIGNAL; the value follows at VALUE (= PAR.SIZE): a signal's block (SIGNAL_SIZE of its kind), or a
+# pose's blocks of POSE_JOINT widths per joint (block ``pos`` at ``VALUE + POSE_JOINT.pos * joints``, ...).
 PAR = fields("ConstantPar", mode=1)
 VALUE = PAR.SIZE  # where the value starts (a plain int: numba does not see the layout's class attributes)
 POSE_JOINT = fields("ConstantPoseJoint", pos=3, rot=4, scl=3)
@@ -28,7 +28,7 @@ POSE_JOINT = fields("ConstantPoseJoint", pos=3, rot=4, scl=3)
 
 @njit(cache=True)
 def write_pose(values, out):
-    """Write pos/rot/scl rows from the flat blocks ``values`` (POSE_JOINT per joint) into pose tuple ``out``, velocities zero."""
+    """Write pos/rot/scl rows from the flat ``values`` (POSE_JOINT blocks) into pose tuple ``out``, velocities zero."""
     pos, rot, scl, vel, ang, svl = out
     n = pos.shape[0]
     for j in range(n):
