@@ -14,7 +14,6 @@ local side ``ref.rot^-1 pose.rot``, with the matching angular velocities.
 import math
 from typing import Literal
 
-import numpy as np
 from numba import njit
 from pydantic import Field
 
@@ -39,10 +38,29 @@ from animgraph.maths import (
 )
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose
+from animgraph.stencil import stencil
 
 SIDES = ("parent", "local")
+
+INPUTS = (
+    Port("base", "pose", "any", "pose the offset is applied to"),
+    Port("add", "pose", "any", "additive pose (offsets), from a difference node"),
+    Port("alpha", "scalar", "", "weight and its rate (1/s); not clamped, so > 1 exaggerates", True),
+)
+OUTPUTS = (Port("pose", "pose", "any", "base with the offset applied, in the base's space"),)
+IN, OUT = port_indices("AdditiveIn", INPUTS), port_indices("AdditiveOut", OUTPUTS)
+PAR = fields("AdditivePar", alpha=1, local_side=1)  # the weight while the alpha port is unlinked; 1: local side
+
+DIFFERENCE_INPUTS = (
+    Port("pose", "pose", "any", "pose to reach"),
+    Port("reference", "pose", "any", "reference pose, same space"),
+)
+DIFFERENCE_OUTPUTS = (Port("pose", "pose", "any", "additive pose (offsets)"),)
+DIFFERENCE_IN = port_indices("DifferenceIn", DIFFERENCE_INPUTS)
+DIFFERENCE_OUT = port_indices("DifferenceOut", DIFFERENCE_OUTPUTS)
+DIFFERENCE_PAR = fields("DifferencePar", local_side=1)  # 1: the additive will be applied on the local side
 
 
 @njit(cache=True)
@@ -96,22 +114,24 @@ def difference_kernel(pose, ref, local_side, out):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    if ins[2] >= 0:
-        alpha = sig[ins[2]]
-        alpha_vel = sig[ins[2] + 1]
+def additive_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: apply the add pose to the base pose at the weight (non-finite weights give 0)."""
+    if ins[IN.alpha] >= 0:
+        alpha = sig[ins[IN.alpha]]
+        alpha_vel = sig[ins[IN.alpha] + 1]
     else:
-        alpha = par[0]
+        alpha = par[PAR.alpha]
         alpha_vel = 0.0
     if not (math.isfinite(alpha) and math.isfinite(alpha_vel)):
         alpha = 0.0
         alpha_vel = 0.0
     additive_kernel(
-        slot(pose, ins[0]), slot(pose, ins[1]), alpha, alpha_vel, par[1] > 0.5, slot(pose, outs[0])
+        slot(pose, ins[IN.base]), slot(pose, ins[IN.add]), alpha, alpha_vel, par[PAR.local_side] > 0.5,
+        slot(pose, outs[OUT.pose])
     )
 
 
-@register(run)
+@register(additive_node)
 class Additive(Node):
     """Apply an additive pose (from ``difference``) to a base pose with a weight and its rate."""
 
@@ -119,37 +139,36 @@ class Additive(Node):
     alpha: float = unit_field(1.0, "weight of the additive pose")
     side: Literal["parent", "local"] = Field("parent", description="multiply the offset rotation on this side")
 
-    INPUTS = (
-        Port("base", "pose", "any", "pose the offset is applied to"),
-        Port("add", "pose", "any", "additive pose (offsets), from a difference node"),
-        Port("alpha", "scalar", "", "weight and its rate (1/s); not clamped, so > 1 exaggerates", True),
-    )
-    OUTPUTS = (Port("pose", "pose", "any", "base with the offset applied, in the base's space"),)
+    CATEGORY = "blends"
+    FIELD_KINDS = {"side": "enum"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     def params(self, ctx):
-        return np.array([self.alpha, self.side == "local"], dtype=np.float64)
+        return PAR.pack(alpha=self.alpha, local_side=self.side == "local")
 
 
 @njit(cache=True)
-def run_difference(ins, outs, par, st, pose, sig, db, dt):
-    difference_kernel(slot(pose, ins[0]), slot(pose, ins[1]), par[0] > 0.5, slot(pose, outs[0]))
+def difference_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: the additive pose taking the reference pose to the pose."""
+    difference_kernel(slot(pose, ins[DIFFERENCE_IN.pose]), slot(pose, ins[DIFFERENCE_IN.reference]),
+                      par[DIFFERENCE_PAR.local_side] > 0.5, slot(pose, outs[DIFFERENCE_OUT.pose]))
 
 
-@register(run_difference)
+@register(difference_node)
 class Difference(Node):
     """Additive pose that takes ``reference`` to ``pose`` (for an ``additive`` node at weight 1)."""
 
     type: Literal["difference"] = "difference"
     side: Literal["parent", "local"] = Field("parent", description="side the additive will be applied on")
 
-    INPUTS = (
-        Port("pose", "pose", "any", "pose to reach"),
-        Port("reference", "pose", "any", "reference pose, same space"),
-    )
-    OUTPUTS = (Port("pose", "pose", "any", "additive pose (offsets)"),)
+    CATEGORY = "blends"
+    FIELD_KINDS = {"side": "enum"}
+    INPUTS = DIFFERENCE_INPUTS
+    OUTPUTS = DIFFERENCE_OUTPUTS
 
     def params(self, ctx):
-        return np.array([self.side == "local"], dtype=np.float64)
+        return DIFFERENCE_PAR.pack(local_side=self.side == "local")
 
 
 def _side(side):
@@ -179,3 +198,24 @@ def difference(pose, reference, side="parent"):
     for p, r, dst in zip(pose.items(), reference.items(), out.items()):
         difference_kernel(p, r, local_side, dst)
     return out
+
+
+def verify_additive(m, t, h, rng):
+    """The backwards clip as an additive pose (against the first frame) on the clip, swinging weight, either side."""
+    side = str(rng.choice(["parent", "local"]))
+
+    def f(s):
+        add = difference(m.other(s), m.reference, side=side)
+        return additive(m.pose(s), add, *m.weight(s), side=side)
+
+    return [stencil(f, t, h)]
+
+
+def verify_difference(m, t, h, rng):
+    """The additive pose taking the backwards clip to the clip, both moving, either side."""
+    side = str(rng.choice(["parent", "local"]))
+    return [stencil(lambda s: difference(m.pose(s), m.other(s), side=side), t, h)]
+
+
+Additive.OP, Additive.VERIFY = additive, verify_additive
+Difference.OP, Difference.VERIFY = difference, verify_difference

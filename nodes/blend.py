@@ -13,7 +13,6 @@ sin/cos pair for ``exp(α d)`` and ``J(α d)``; unit scales skip log/exp, ``α' 
 
 from typing import Literal
 
-import numpy as np
 from numba import njit
 from pydantic import Field
 
@@ -34,8 +33,23 @@ from animgraph.maths import (
 )
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
-from animgraph.node import Node, Port, register, slot
+from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose
+from animgraph.stencil import stencil
+
+INPUTS = (
+    Port("a", "pose", "any", "pose at alpha 0"),
+    Port("b", "pose", "any", "pose at alpha 1, same space as a"),
+    Port("alpha", "scalar", "", "weight of b and its rate (1/s), clamped to [0, 1]", True),
+)
+OUTPUTS = (Port("pose", "pose", "any", "blended pose, in the inputs' space"),)
+IN, OUT = port_indices("BlendIn", INPUTS), port_indices("BlendOut", OUTPUTS)
+# signal "motion": a and b are root motions and the output is 'value', at the same positions.
+MOTION_INPUTS = (Port("a", "motion", "", "root motion at alpha 0"), Port("b", "motion", "", "root motion at alpha 1"),
+                 INPUTS[IN.alpha])
+MOTION_OUTPUTS = (Port("value", "motion", "", "blended root motion"),)
+# The weight while the alpha port is unlinked; the root-motion block size (0: poses are blended).
+PAR = fields("BlendPar", alpha=1, motion_size=1)
 
 
 @njit(cache=True, error_model="numpy")
@@ -78,12 +92,13 @@ def blend_kernel(a, b, alpha, alpha_vel, out):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    if ins[2] >= 0:
-        alpha = sig[ins[2]]
-        alpha_vel = sig[ins[2] + 1]
+def blend_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: blend a and b (poses, or root-motion blocks) with the clamped weight."""
+    if ins[IN.alpha] >= 0:
+        alpha = sig[ins[IN.alpha]]
+        alpha_vel = sig[ins[IN.alpha] + 1]
     else:
-        alpha = par[0]
+        alpha = par[PAR.alpha]
         alpha_vel = 0.0
     # Held at the ends of [0, 1]: a clamped weight does not move.
     if not alpha > 0.0:  # also catches NaN
@@ -92,14 +107,15 @@ def run(ins, outs, par, st, pose, sig, db, dt):
     elif alpha > 1.0:
         alpha = 1.0
         alpha_vel = 0.0
-    if par[1] > 0.0:  # root motion: a lerp of the two bodies' velocities
-        for c in range(int(par[1])):
-            sig[outs[0] + c] = sig[ins[0] + c] + alpha * (sig[ins[1] + c] - sig[ins[0] + c])
+    if par[PAR.motion_size] > 0.0:  # root motion: a lerp of the two bodies' velocities
+        a, b, out = ins[IN.a], ins[IN.b], outs[OUT.pose]
+        for c in range(int(par[PAR.motion_size])):
+            sig[out + c] = sig[a + c] + alpha * (sig[b + c] - sig[a + c])
         return
-    blend_kernel(slot(pose, ins[0]), slot(pose, ins[1]), alpha, alpha_vel, slot(pose, outs[0]))
+    blend_kernel(slot(pose, ins[IN.a]), slot(pose, ins[IN.b]), alpha, alpha_vel, slot(pose, outs[OUT.pose]))
 
 
-@register(run)
+@register(blend_node)
 class Blend(Node):
     """Cross-fade two poses of the same space (or two root motions); the weight's rate adds its own velocity."""
 
@@ -109,26 +125,19 @@ class Blend(Node):
         "pose", description="what is blended: poses, or root motions (blend them with the same alpha as their poses)"
     )
 
-    INPUTS = (
-        Port("a", "pose", "any", "pose at alpha 0"),
-        Port("b", "pose", "any", "pose at alpha 1, same space as a"),
-        Port("alpha", "scalar", "", "weight of b and its rate (1/s), clamped to [0, 1]", True),
-    )
-    OUTPUTS = (Port("pose", "pose", "any", "blended pose, in the inputs' space"),)
+    CATEGORY = "blends"
+    FIELD_KINDS = {"signal": "signal"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
 
     def inputs(self):
-        if self.signal == "motion":
-            return (Port("a", "motion", "", "root motion at alpha 0"), Port("b", "motion", "", "root motion at alpha 1"),
-                    self.INPUTS[2])
-        return self.INPUTS
+        return MOTION_INPUTS if self.signal == "motion" else self.INPUTS
 
     def outputs(self):
-        if self.signal == "motion":
-            return (Port("value", "motion", "", "blended root motion"),)
-        return self.OUTPUTS
+        return MOTION_OUTPUTS if self.signal == "motion" else self.OUTPUTS
 
     def params(self, ctx):
-        return np.array([self.alpha, 6.0 if self.signal == "motion" else 0.0], dtype=np.float64)
+        return PAR.pack(alpha=self.alpha, motion_size=SIGNAL_SIZE["motion"] if self.signal == "motion" else 0)
 
 
 def blend(a, b, alpha, alpha_vel=0.0):
@@ -140,3 +149,11 @@ def blend(a, b, alpha, alpha_vel=0.0):
     for n, (src_a, src_b, dst) in enumerate(zip(a.items(), b.items(), out.items())):
         blend_kernel(src_a, src_b, alpha[n], alpha_vel[n], dst)
     return out
+
+
+def verify_blend(m, t, h, rng):
+    """The clip into the clip played backwards, with a swinging weight."""
+    return [stencil(lambda s: blend(m.pose(s), m.other(s), *m.weight(s)), t, h)]
+
+
+Blend.OP, Blend.VERIFY = blend, verify_blend

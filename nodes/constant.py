@@ -13,38 +13,47 @@ from pydantic import Field, model_validator
 
 from animgraph.errors import GraphError
 from animgraph.limits import INDEX_MAX, SIGNAL_MAX, SignalValue, normalize_value, signal_value
-from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
+from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 
 POSE, SIGNAL = 1.0, 0.0
 
+OUTPUTS = (Port("value", "any", "", "the constant ('pose' port, local, when signal is 'pose')"),)
+OUT = port_indices("ConstantOut", OUTPUTS)  # 'value' is 'pose' for a pose constant: the same position
+# POSE or SIGNAL; the value follows at VALUE (= PAR.SIZE): a signal's block (SIGNAL_SIZE of its kind), or a
+# pose's blocks of POSE_JOINT widths per joint (block ``pos`` at ``VALUE + POSE_JOINT.pos * joints``, ...).
+PAR = fields("ConstantPar", mode=1)
+VALUE = PAR.SIZE  # where the value starts (a plain int: numba does not see the layout's class attributes)
+POSE_JOINT = fields("ConstantPoseJoint", pos=3, rot=4, scl=3)
+
 
 @njit(cache=True)
-def write_pose(par, out):
-    """Write pos/rot/scl rows from flat ``par`` into pose tuple ``out``, velocities zero."""
+def write_pose(values, out):
+    """Write pos/rot/scl rows from the flat ``values`` (POSE_JOINT blocks) into pose tuple ``out``, velocities zero."""
     pos, rot, scl, vel, ang, svl = out
     n = pos.shape[0]
     for j in range(n):
         for a in range(3):
-            pos[j, a] = par[3 * j + a]
-            scl[j, a] = par[7 * n + 3 * j + a]
+            pos[j, a] = values[POSE_JOINT.pos * n + 3 * j + a]
+            scl[j, a] = values[POSE_JOINT.scl * n + 3 * j + a]
             vel[j, a] = 0.0
             ang[j, a] = 0.0
             svl[j, a] = 0.0
         for a in range(4):
-            rot[j, a] = par[3 * n + 4 * j + a]
+            rot[j, a] = values[POSE_JOINT.rot * n + 4 * j + a]
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    if par[0] == POSE:
-        write_pose(par[1:], slot(pose, outs[0]))
+def constant_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: write the constant pose (zero velocities) or signal block to the output."""
+    if par[PAR.mode] == POSE:
+        write_pose(par[VALUE:], slot(pose, outs[OUT.value]))
     else:
-        o = outs[0]
-        for i in range(par.shape[0] - 1):
-            sig[o + i] = par[1 + i]
+        o = outs[OUT.value]
+        for i in range(par.shape[0] - VALUE):
+            sig[o + i] = par[VALUE + i]
 
 
-@register(run)
+@register(constant_node)
 class Constant(Node):
     """A constant signal (rate 0) or a constant local pose (rest pose or a clip frame)."""
 
@@ -58,7 +67,10 @@ class Constant(Node):
     clip: str | None = Field(None, description="pose: clip asset to take a frame from; none: the rest pose")
     frame: int = Field(0, ge=0, le=INDEX_MAX, description=f"pose: frame index in the clip [0, {INDEX_MAX}]")
 
-    OUTPUTS = (Port("value", "any", "", "the constant ('pose' port, local, when signal is 'pose')"),)
+    CATEGORY = "sources"
+    FIELD_KINDS = {"signal": "signal", "clip": "clip"}
+    PLUMBING = True
+    OUTPUTS = OUTPUTS
 
     @model_validator(mode="after")
     def _check_value(self):
@@ -78,11 +90,12 @@ class Constant(Node):
         return (Port("value", self.signal, "", "the constant value, rate 0"),)
 
     def params(self, ctx):
+        """PAR, then the value: the signal's block, or the pose's pos, rot and scl blocks (POSE_JOINT)."""
         if self.signal != "pose":
             full = np.zeros(SIGNAL_SIZE[self.signal])
             value = signal_value(self.signal, self.value)
             full[: len(value)] = value
-            return np.concatenate([[SIGNAL], full])
+            return np.concatenate([PAR.pack(mode=SIGNAL), full])
         if self.clip is None:
             pos = np.asarray(ctx.skeleton.offsets, np.float64)
             rot = np.tile([1.0, 0.0, 0.0, 0.0], (len(pos), 1))
@@ -93,4 +106,4 @@ class Constant(Node):
                 raise GraphError(f"frame {self.frame} is past the clip's last frame {rng.frames - 1}", self.id, "frame")
             clip = rng.clip
             pos, rot, scl = clip.pos[self.frame], clip.rot[self.frame], clip.scl[self.frame]
-        return np.concatenate([[POSE], np.ravel(pos), np.ravel(rot), np.ravel(scl)]).astype(np.float64)
+        return np.concatenate([PAR.pack(mode=POSE), np.ravel(pos), np.ravel(rot), np.ravel(scl)]).astype(np.float64)

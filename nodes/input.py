@@ -14,18 +14,22 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from animgraph.limits import SIGNAL_MAX, Signal, SignalValue, normalize_value, signal_value
-from animgraph.node import Node, Port, register
+from animgraph.node import Node, Port, port_indices, register
 
 SIGNAL_KINDS = ("scalar", "vec3", "quat", "int", "bool")
 CLAMPED = ("scalar", "int", "vec3")  # kinds whose values min and max bound
 
+OUTPUTS = (Port("value", "any", "", "the input value and its rate; its kind is the 'signal' field"),)
+OUT = port_indices("InputOut", OUTPUTS)
+
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    pass  # the runtime writes the value into sig[outs[0]:] before each frame
+def input_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: nothing (the runtime writes the value into ``sig[outs[OUT.value]:]`` before each frame)."""
+    pass
 
 
-@register(run)
+@register(input_node)
 class Input(Node):
     """A graph input set by the caller each frame (value and rate), per character."""
 
@@ -43,7 +47,10 @@ class Input(Node):
         None, description=f"highest value (scalar, int, vec3 components) within ±{SIGNAL_MAX:g}; step() clamps to it"
     )
 
-    OUTPUTS = (Port("value", "any", "", "the input value and its rate; its kind is the 'signal' field"),)
+    CATEGORY = "signals"
+    FIELD_KINDS = {"signal": "signal"}
+    PLUMBING = True
+    OUTPUTS = OUTPUTS
     GRAPH_INPUT: ClassVar[bool] = True
 
     @model_validator(mode="after")

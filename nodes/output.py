@@ -22,13 +22,28 @@ from typing import ClassVar, Literal
 import numpy as np
 from numba import njit
 
-from animgraph.kernels import read3
+from animgraph.kernels import read3, write3
 from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd, vscale
-from animgraph.node import SIGNAL_SIZE, Node, Port, register, slot
+from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 
 POSE, SIGNAL = 1.0, 0.0
 ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
+
+# A signal output has only its first port ('value', the same position); motion is for pose outputs.
+INPUTS = (
+    Port("pose", "pose", "any", "the pose to output ('value' port when signal is not 'pose')"),
+    Port("motion", "motion", "", "root motion integrated into the world placement (pose outputs)", True),
+)
+OUTPUTS = (Port("pose", "pose", "any", "the output as returned, teleports applied"),)
+IN, OUT = port_indices("OutputIn", INPUTS), port_indices("OutputOut", OUTPUTS)
+# Parameters of a pose output: POSE, and whether the pose is global (the placement applies to every joint).
+POSE_PAR = fields("OutputPosePar", mode=1, every_joint=1)
+# Parameters of a signal output: SIGNAL, and the signal's block size.
+SIGNAL_PAR = fields("OutputSignalPar", mode=1, size=1)
+# State of a pose output (a signal output has none): the world placement (``instance`` reads it at 0..7),
+# then the last frame's root motion, the step (s) that followed it and whether there is one.
+ST = fields("OutputSt", pos=3, rot=4, last_vel=3, last_ang=3, last_dt=1, has_last=1)
 
 
 @njit(cache=True)
@@ -49,50 +64,61 @@ def advance_placement(pos, rot, vel, ang, dt):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    if par[0] != POSE:
-        for i in range(int(par[1])):
-            sig[outs[0] + i] = sig[ins[0] + i]
+def output_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: copy a signal, or place the pose in the world (integrating its root motion)."""
+    if par[POSE_PAR.mode] != POSE:
+        for i in range(int(par[SIGNAL_PAR.size])):
+            sig[outs[OUT.pose] + i] = sig[ins[IN.pose] + i]
         return
     vel, ang = ZERO, ZERO
-    if ins[1] >= 0:
-        vel, ang = read3(sig, ins[1]), read3(sig, ins[1] + 3)
+    if ins[IN.motion] >= 0:
+        vel, ang = read3(sig, ins[IN.motion]), read3(sig, ins[IN.motion] + 3)
         integrate_motion(st, vel, ang, dt)
-    pos = (st[0], st[1], st[2])
-    rot = (st[3], st[4], st[5], st[6])
+    pos, rot = placement(st)
     world = (pos, rot, ONE, qrot(rot, vel), qrot(rot, ang), ZERO)
-    place(slot(pose, ins[0]), db[3], world, par[1] != 0.0, slot(pose, outs[0]))
+    every_joint = par[POSE_PAR.every_joint] != 0.0
+    place(slot(pose, ins[IN.pose]), db[DB_PARENTS], world, every_joint, slot(pose, outs[OUT.pose]))
+
+
+@njit(cache=True)
+def placement(st):
+    """The world placement (pos m, rot w-first) held in the state."""
+    return (st[ST.pos], st[ST.pos + 1], st[ST.pos + 2]), (st[ST.rot], st[ST.rot + 1], st[ST.rot + 2], st[ST.rot + 3])
 
 
 @njit(cache=True)
 def integrate_motion(st, vel, ang, dt):
-    """Advance the placement ``st[0:7]`` over the last step by the mean of its two end motions (trapezoid).
+    """Advance the placement (``ST.pos``, ``ST.rot``) over the last step by the mean of its two end motions (trapezoid).
 
-    ``st[7:15]``: the last frame's motion (6), the step that followed it (s), whether there is one.
-    The first frame after a reset has no step to cover.
+    ``ST.last_vel``, ``ST.last_ang``: the last frame's motion; ``ST.last_dt`` the step that followed it (s);
+    ``ST.has_last`` whether there is one.  The first frame after a reset has no step to cover.
     """
-    if st[14] > 0.5:
-        mean_vel = vscale(vadd(read3(st, 7), vel), 0.5)
-        mean_ang = vscale(vadd(read3(st, 10), ang), 0.5)
-        pos, rot = advance_placement((st[0], st[1], st[2]), (st[3], st[4], st[5], st[6]), mean_vel, mean_ang, st[13])
-        st[0], st[1], st[2] = pos
-        st[3], st[4], st[5], st[6] = rot
-    st[7], st[8], st[9] = vel
-    st[10], st[11], st[12] = ang
-    st[13] = dt
-    st[14] = 1.0
+    if st[ST.has_last] > 0.5:
+        mean_vel = vscale(vadd(read3(st, ST.last_vel), vel), 0.5)
+        mean_ang = vscale(vadd(read3(st, ST.last_ang), ang), 0.5)
+        pos, rot = placement(st)
+        pos, rot = advance_placement(pos, rot, mean_vel, mean_ang, st[ST.last_dt])
+        write3(st, ST.pos, pos)
+        st[ST.rot], st[ST.rot + 1], st[ST.rot + 2], st[ST.rot + 3] = rot
+    write3(st, ST.last_vel, vel)
+    write3(st, ST.last_ang, ang)
+    st[ST.last_dt] = dt
+    st[ST.has_last] = 1.0
 
 
-@register(run)
+@register(output_node)
 class Output(Node):
     """A graph output, returned by ``Instance.step`` under the node id; a pose output holds the world placement."""
 
     type: Literal["output"] = "output"
     signal: Literal["pose", "scalar", "vec3", "quat", "int", "bool", "motion"] = "pose"
 
-    INPUTS = (Port("pose", "pose", "any", "the pose to output ('value' port when signal is not 'pose')"),)
-    OUTPUTS = (Port("pose", "pose", "any", "the output as returned, teleports applied"),)
-    MOTION: ClassVar[Port] = Port("motion", "motion", "", "root motion integrated into the world placement (pose outputs)", True)
+    CATEGORY = "signals"
+    FIELD_KINDS = {"signal": "signal"}
+    PLUMBING = True
+    MOTION: ClassVar[Port] = INPUTS[IN.motion]
+    INPUTS = INPUTS[:IN.motion]
+    OUTPUTS = OUTPUTS
     GRAPH_OUTPUT: ClassVar[bool] = True
 
     def _port(self):
@@ -108,12 +134,12 @@ class Output(Node):
 
     def params(self, ctx):
         if self.signal != "pose":
-            return np.array([SIGNAL, SIGNAL_SIZE[self.signal]], np.float64)
+            return SIGNAL_PAR.pack(mode=SIGNAL, size=SIGNAL_SIZE[self.signal])
         space = ctx.input_space(self, "pose") if hasattr(ctx, "input_space") else "local"
-        return np.array([POSE, 1.0 if space == "global" else 0.0])
+        return POSE_PAR.pack(mode=POSE, every_joint=space == "global")
 
     def state(self, ctx, time=0.0):
         if self.signal != "pose":
             return np.zeros(0)
-        # World placement pos, rot (w-first); then the last frame's root motion, its step (s), whether any.
-        return np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0] + [0.0] * 8)
+        # World placement at the origin, identity rotation (w-first); no last frame.
+        return ST.pack(pos=ZERO, rot=(1.0, 0.0, 0.0, 0.0), last_vel=ZERO, last_ang=ZERO, last_dt=0.0, has_last=0.0)

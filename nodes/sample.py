@@ -63,15 +63,42 @@ from animgraph.maths import (
 )
 from animgraph.kernels import get3, put3
 from animgraph.limits import RATE_MAX, TIME_MAX
-from animgraph.node import DB_POS, DB_ROT, DB_SCL, ClipTable, Node, Port, db_indices, register, slot
+from animgraph.node import (
+    DB_POS,
+    DB_ROT,
+    DB_SCL,
+    ClipTable,
+    Node,
+    Port,
+    db_indices,
+    fields,
+    port_indices,
+    register,
+    slot,
+)
 from animgraph.preprocess import motion_track, root_motion_clip
 from animgraph.pose import Clip, Pose, number, numbers
+from animgraph.stencil import stencil
 
 ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
 KEY_WIDTH = 16  # key table columns: rot (4), r1 (3), m0 (3), m1 (3), log scl (3)
 ROT, R1, M0, M1, LOG_SCL = 0, 4, 7, 10, 13
 TABLE_SAMPLES_PER_FRAME = 3  # ops.sample builds the key table for at least frames / 3 times (break-even)
+
+INPUTS = (
+    Port("time", "scalar", "", "sampling time (s) and its rate; unlinked and null: own clock", True),
+    Port("rate", "scalar", "", "playback rate of the own clock (default: field rate)", True),
+)
+# The motion output exists only with root_motion (``Sample.outputs``): it is always second.
+OUTPUTS = (
+    Port("pose", "pose", "local", "sampled local pose with velocities"),
+    Port("motion", "motion", "", "root motion: the simulation bone's velocity and angular velocity in its own frame"),
+)
+IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
+# The clip's frames in the graph's frame array, its frame time (s), and the flags and rate of the fields.
+PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, rate=1, root_motion=1)
+ST = fields("SampleSt", clock=1)  # the own clock (s)
 
 
 @njit(cache=True)
@@ -398,34 +425,35 @@ def put_motion(sig, at, db, start, frames, key_dt, t, rate, cubic, loop):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    start = int(par[0])
-    frames = int(par[1])
-    key_dt = par[2]
-    cubic = par[3] > 0.5
-    loop = par[4] > 0.5
-    root_motion = par[6] > 0.5
-    out = slot(pose, outs[0])
-    if ins[0] >= 0:
+def sample_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: sample the clip at the time port's time, or on the own clock (advanced by rate * dt)."""
+    start = int(par[PAR.start])
+    frames = int(par[PAR.frames])
+    key_dt = par[PAR.key_dt]
+    cubic = par[PAR.cubic] > 0.5
+    loop = par[PAR.loop] > 0.5
+    root_motion = par[PAR.root_motion] > 0.5
+    out = slot(pose, outs[OUT.pose])
+    if ins[IN.time] >= 0:
         # Driven: sample at time.x, the time's own rate scales the velocities.
-        t = sig[ins[0]]
-        rate = sig[ins[0] + 1]
+        t = sig[ins[IN.time]]
+        rate = sig[ins[IN.time] + 1]
         if not (math.isfinite(t) and math.isfinite(rate)):
             t = 0.0
             rate = 0.0
     else:
-        rate = sig[ins[1]] if ins[1] >= 0 else par[5]
+        rate = sig[ins[IN.rate]] if ins[IN.rate] >= 0 else par[PAR.rate]
         if not math.isfinite(rate):
             rate = 0.0
-        t = st[0]
+        t = st[ST.clock]
     sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
     if root_motion:
-        put_motion(sig, outs[1], db, start, frames, key_dt, t, rate, cubic, loop)
-    if ins[0] < 0:
-        st[0] = advance(t, rate * dt, frames, key_dt, loop)
+        put_motion(sig, outs[OUT.motion], db, start, frames, key_dt, t, rate, cubic, loop)
+    if ins[IN.time] < 0:
+        st[ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
 
 
-@register(run)
+@register(sample_node)
 class Sample(Node):
     """Play a clip: its local pose with exact velocities, on its own clock or at a given time."""
 
@@ -447,12 +475,11 @@ class Sample(Node):
         "motion comes out of the 'motion' port, for the output node to integrate; a looping clip is made seamless",
     )
 
-    INPUTS = (
-        Port("time", "scalar", "", "sampling time (s) and its rate; unlinked and null: own clock", True),
-        Port("rate", "scalar", "", "playback rate of the own clock (default: field rate)", True),
-    )
-    OUTPUTS = (Port("pose", "pose", "local", "sampled local pose with velocities"),)
-    MOTION: ClassVar[Port] = Port("motion", "motion", "", "root motion: the simulation bone's velocity and angular velocity in its own frame")
+    CATEGORY = "sources"
+    FIELD_KINDS = {"clip": "clip", "mode": "enum"}
+    INPUTS = INPUTS
+    MOTION: ClassVar[Port] = OUTPUTS[OUT.motion]
+    OUTPUTS = OUTPUTS[:OUT.motion]
 
     def outputs(self):
         return self.OUTPUTS + ((self.MOTION,) if self.root_motion else ())
@@ -472,13 +499,12 @@ class Sample(Node):
 
     def params(self, ctx):
         r = ctx.clip(self, "clip", self.clip, self._variant())
-        return np.array(
-            [r.start, r.frames, r.dt, self.mode == "cubic", self.loop, self.rate, self.root_motion], dtype=np.float64
-        )
+        return PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
+                        rate=self.rate, root_motion=self.root_motion)
 
     def state(self, ctx, time=0.0):
         """The own clock (s), set so that the first frame after a reset shows exactly ``time``."""
-        return np.array([time], dtype=np.float64)
+        return ST.pack(clock=time)
 
 
 def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):
@@ -503,3 +529,14 @@ def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):
     for t, dst in zip(times.reshape(-1), out.items()):
         sample_kernel(clip.pos, clip.rot, clip.scl, 0, clip.frames, clip.dt, float(t), float(rate), cubic, loop, dst)
     return out
+
+
+def verify_sample(m, t, h, rng):
+    """The clip itself, cubic or linear, played forwards or backwards (rate -1)."""
+    mode = rng.choice(["cubic", "linear"])
+    if rng.random() < 0.5:
+        return [stencil(lambda s: sample(m.clip, s, mode), t, h)]
+    return [stencil(lambda s: sample(m.clip, m.end - s, mode, rate=-1.0), t, h)]
+
+
+Sample.OP, Sample.VERIFY = sample, verify_sample

@@ -15,10 +15,22 @@ import numpy as np
 from numba import njit
 from pydantic import Field, model_validator
 
-from animgraph.node import SIGNAL_SIZE, Node, Port, register
+from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register
 from animgraph.pose import Pose, pose_arg
+from animgraph.stencil import stencil
 
 MAX_COUNT = 64  # inputs at most
+
+# Inputs in0 .. in{count-1} (input i at position i), then the index port at position ``count`` (``Select.inputs``).
+INDEX = Port("index", "int", "", "input to pass through, clamped to range", True)
+OUTPUTS = (
+    Port("pose", "pose", "any", "the selected pose ('value' when signal is not 'pose')"),
+    Port("changed", "bool", "", "1 on the frame the selected index changes, else 0"),
+)
+OUT = port_indices("SelectOut", OUTPUTS)  # 'pose' is 'value' for a signal: the same position
+# The number of inputs, the index used while the index port is unlinked, the signal block size (0: poses).
+PAR = fields("SelectPar", count=1, index=1, size=1)
+ST = fields("SelectSt", index=1)  # the previous frame's index; -1 after a reset
 
 
 @njit(cache=True)
@@ -33,12 +45,14 @@ def clamp_index(x, count):
 
 
 @njit(cache=True)
-def run(ins, outs, par, st, pose, sig, db, dt):
-    count = int(par[0])
-    index = clamp_index(sig[ins[count]] if ins[count] >= 0 else par[1], count)
+def select_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: copy the chosen input (pose slot or signal block) to the output; flag a change."""
+    count = int(par[PAR.count])
+    index_port = count  # the index port follows in0 .. in{count-1}
+    index = clamp_index(sig[ins[index_port]] if ins[index_port] >= 0 else par[PAR.index], count)
     src = ins[index]
-    dst = outs[0]
-    size = int(par[2])
+    dst = outs[OUT.pose]
+    size = int(par[PAR.size])
     if size > 0:  # a signal: copy its block
         for c in range(size):
             sig[dst + c] = sig[src + c]
@@ -49,11 +63,11 @@ def run(ins, outs, par, st, pose, sig, db, dt):
         pose[3][dst][:] = pose[3][src]
         pose[4][dst][:] = pose[4][src]
         pose[5][dst][:] = pose[5][src]
-    sig[outs[1]] = 1.0 if (st[0] >= 0.0 and index != st[0]) else 0.0
-    st[0] = index
+    sig[outs[OUT.changed]] = 1.0 if (st[ST.index] >= 0.0 and index != st[ST.index]) else 0.0
+    st[ST.index] = index
 
 
-@register(run)
+@register(select_node)
 class Select(Node):
     """Pass one of ``count`` poses (or signals) through, chosen by ``index``; ``changed`` fires on a switch."""
 
@@ -66,15 +80,14 @@ class Select(Node):
         "pose", description="what is selected: poses, or signals of this kind (output port 'value')"
     )
 
-    OUTPUTS = (
-        Port("pose", "pose", "any", "the selected pose ('value' when signal is not 'pose')"),
-        Port("changed", "bool", "", "1 on the frame the selected index changes, else 0"),
-    )
+    CATEGORY = "transitions"
+    FIELD_KINDS = {"signal": "signal"}
+    OUTPUTS = OUTPUTS
 
     def outputs(self):
         if self.signal == "pose":
             return self.OUTPUTS
-        return (Port("value", self.signal, "", "the selected signal"), self.OUTPUTS[1])
+        return (Port("value", self.signal, "", "the selected signal"), self.OUTPUTS[OUT.changed])
 
     @model_validator(mode="after")
     def _index_in_range(self):
@@ -85,15 +98,15 @@ class Select(Node):
     def inputs(self):
         space = "any" if self.signal == "pose" else ""
         items = tuple(Port(f"in{i}", self.signal, space, f"input {i}") for i in range(self.count))
-        return items + (Port("index", "int", "", "input to pass through, clamped to range", True),)
+        return items + (INDEX,)
 
     def params(self, ctx):
         size = 0 if self.signal == "pose" else SIGNAL_SIZE[self.signal]
-        return np.array([self.count, self.index, size], dtype=np.float64)
+        return PAR.pack(count=self.count, index=self.index, size=size)
 
     def state(self, ctx, time=0.0):
         """Previous index; -1 means no previous frame (the next frame is not a change)."""
-        return np.array([-1.0])
+        return ST.pack(index=-1.0)
 
 
 def select(poses, index):
@@ -114,8 +127,17 @@ def select(poses, index):
         raise ValueError(f"select poses differ in shape: {sorted(shapes)}")
     batch = poses[0].batch
     idx = np.broadcast_to(idx, batch)[None, ..., None, None]
-    fields = []
+    channels = []
     for f in range(6):
         stack = np.stack([p.as_tuple()[f] for p in poses])
-        fields.append(np.take_along_axis(stack, idx, axis=0)[0])
-    return Pose(*fields)
+        channels.append(np.take_along_axis(stack, idx, axis=0)[0])
+    return Pose(*channels)
+
+
+def verify_select(m, t, h, rng):
+    """One of the two moving poses, chosen per test time."""
+    index = rng.integers(0, 2, len(t))
+    return [stencil(lambda s: select([m.pose(s), m.other(s)], index), t, h)]
+
+
+Select.OP, Select.VERIFY = select, verify_select

@@ -245,7 +245,7 @@ def test_weighted_angular_velocity_needs_the_jacobians():
     assert np.linalg.norm(reference - ang[0, 0]) > 0.1 * np.linalg.norm(ang[0, 0])
 
 
-# ------------------------------------------------------------------ the node contract, run() directly
+# ------------------------------------------------------------------ the node contract, additive_node() and difference_node() directly
 
 
 def run_node(node, a, b, alpha_sig=None, out_slot=2):

@@ -200,7 +200,7 @@ def test_velocities_match_central_fd_on_real_clips(bundled_clip):
     check_fd32(pose.ang, ang, 2.0, h, "ang")
 
 
-# ------------------------------------------------------------------ the node contract, run() directly
+# ------------------------------------------------------------------ the node contract, blend_node() directly
 
 
 def run_node(node, a, b, alpha_sig=None, out_slot=2):

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import REGISTRY, BuildContext, ClipRange
-from animgraph.nodes.sample import KEY_WIDTH, Sample, key_table, sample_keys_kernel, sample_kernel
+from animgraph.nodes.sample import KEY_WIDTH, PAR, ST, Sample, key_table, sample_keys_kernel, sample_kernel
 from fd import from_rotvec, qconj, qmul, rotvec
 from fdcheck import Pose64, check_fd32, central_fd, rel_errors, same_rot
 
@@ -299,7 +299,7 @@ def test_velocities_match_central_fd_on_real_clips(any_clip, mode, loop):
     check_fd32(pose.ang, ang, 2.0, h, "ang")
 
 
-# ------------------------------------------------------------------ the node contract, run() directly
+# ------------------------------------------------------------------ the node contract, sample_node() directly
 
 
 class Harness:
@@ -348,7 +348,7 @@ def test_own_clock_first_frame_shows_reset_time(mode, loop):
         want = ag.ops.sample(clip, t0 + 1.5 * dt * n, mode=mode, loop=loop, rate=1.5)
         for f in ("pos", "rot", "scl", "vel", "ang", "svl"):
             np.testing.assert_allclose(getattr(got, f), getattr(want, f), atol=1e-6, err_msg=f)
-    assert h.st[0] == pytest.approx(t0 + 1.5 * dt * 5, abs=1e-12)
+    assert h.st[ST.clock] == pytest.approx(t0 + 1.5 * dt * 5, abs=1e-12)
 
 
 def test_own_clock_wraps_when_looping_and_stops_at_end_otherwise():
@@ -363,12 +363,12 @@ def test_own_clock_wraps_when_looping_and_stops_at_end_otherwise():
         h.reset(time=end - 2 * dt)
         frames = [h.step(dt) for _ in range(2 * int(period / dt))]
         if loop:
-            assert 0.0 <= h.st[0] < period
+            assert 0.0 <= h.st[ST.clock] < period
             t = (end - 2 * dt + len(frames) * dt) % period
-            assert h.st[0] == pytest.approx(t, abs=1e-9)
+            assert h.st[ST.clock] == pytest.approx(t, abs=1e-9)
             assert np.abs(frames[-1].vel).max() > 0.1
         else:
-            assert h.st[0] == end
+            assert h.st[ST.clock] == end
             np.testing.assert_allclose(frames[-1].pos, clip.pos[-1], atol=1e-6)
             assert not np.any(frames[-1].vel) and not np.any(frames[-1].ang)
 
@@ -378,12 +378,12 @@ def test_rate_input_and_field_fallback():
     h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=True, rate=0.5))
     h.reset(0.21)
     slow = h.step(0.1)  # rate input unlinked: par holds the field's 0.5
-    assert h.st[0] == pytest.approx(0.26)
+    assert h.st[ST.clock] == pytest.approx(0.26)
     h.ins[1] = 4
     h.sig[4] = -2.0
     h.reset(0.21)
     back = h.step(0.1)
-    assert h.st[0] == pytest.approx(0.01)
+    assert h.st[ST.clock] == pytest.approx(0.01)
     np.testing.assert_allclose(back.vel, -4.0 * slow.vel, rtol=1e-5, atol=1e-6)
 
 
@@ -402,7 +402,7 @@ def test_time_input_drives_sampling_and_scales_velocity():
     want = ag.ops.sample(clip, 0.41, mode="cubic", rate=0.75)
     for f in ("pos", "rot", "vel", "ang", "svl"):
         np.testing.assert_allclose(getattr(got, f), getattr(want, f), atol=1e-6)
-    assert h.st[0] == 5.0  # the own clock is untouched while driven
+    assert h.st[ST.clock] == 5.0  # the own clock is untouched while driven
     h.sig[2] = math.nan
     got = h.step(1 / 60)
     assert np.all(np.isfinite(got.pos)) and not np.any(got.vel)
@@ -488,12 +488,12 @@ def test_ops_sample_same_with_and_without_key_table(mode, loop):
 
 
 @pytest.mark.parametrize("mode,loop", MODES)
-def test_run_reads_the_key_table_of_a_full_db(mode, loop):
-    """With db[4], db[5] (as the executor passes them) run() gives what it gives from the keys alone."""
+def test_sample_node_reads_the_key_table_of_a_full_db(mode, loop):
+    """With db[4], db[5] (as the executor passes them) sample_node() gives what it gives from the keys alone."""
     clip = synthetic_clip()
     node = Sample(id="s", clip="c", mode=mode, loop=loop, rate=1.5)
     h = Harness(clip, node)
-    pad = int(h.par[0])
+    pad = int(h.par[PAR.start])
     rng = np.random.default_rng(13)
     junk = rng.normal(size=(pad, len(clip.skeleton), KEY_WIDTH)).astype(np.float32)
     keys, unit = key_table(clip)

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import REGISTRY
-from animgraph.nodes.select import Select
+from animgraph.nodes.select import ST, Select
 from fdcheck import central_fd, check_fd32, random_pose
 
 FIELDS = ("pos", "rot", "scl", "vel", "ang", "svl")
@@ -72,7 +72,7 @@ def test_op_picks_per_batch_item():
         assert_same(out[n], poses[k][n])
 
 
-# ------------------------------------------------------------------ the node contract, run() directly
+# ------------------------------------------------------------------ the node contract, select_node() directly
 
 
 class Harness:
@@ -120,7 +120,7 @@ def test_first_frame_after_reset_is_not_a_change():
     assert h.step(1)[1] == 0.0
     assert h.step(0)[1] == 1.0
     h.reset()
-    assert h.st[0] == -1.0
+    assert h.st[ST.index] == -1.0
     assert h.step(1)[1] == 0.0
 
 
