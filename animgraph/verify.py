@@ -1,6 +1,6 @@
 """``animgraph verify``: every node's propagated velocities against finite differences of its output.
 
-Each node has one *case* below: a short function that runs the node's op (``ag.ops``) on
+Each node has one *case* in its node file (``VERIFY``): a short function that runs the node's op on
 inputs moving with a clip and returns the op's outputs at the stencil times
 ``t + k h`` (``k`` in ``STEPS``) around a batch of random test times ``t``.  The inputs
 carry exact velocities (``Motion``): the clip sampled with cubic interpolation, its
@@ -11,7 +11,7 @@ frames before ``t``, game frames up to the first stencil time, then on through t
 stencil, so the checked frame is a live one with history, not a reset.  No state is
 copied: each stencil time is the next frame of one run, and as every decay in these ops
 is exact for any step, the outputs lie on one smooth trajectory.  A node type registered
-without a case here gets a failing row, so a new node cannot go unchecked.
+without a case gets a failing row, so a new node cannot go unchecked.
 
 Use: ``animgraph verify [CLIP ...] [--node TYPE] [--times N] [--seed S] [--json]``, or
 ``run`` / ``verify_clip`` from Python.
@@ -48,6 +48,7 @@ from functools import cached_property
 import numpy as np
 
 from . import kform, ops
+from .node import CATEGORIES, REGISTRY
 from .errors import AnimgraphError
 from .pose import Clip, Pose
 from .stencil import FRAME, STEPS, advance, identity_rot, play, ramp, stencil  # noqa: F401 (cases use them)
@@ -63,7 +64,6 @@ SCALES = (1, 2, 4)  # steps of the five-point differences, in steps of h
 FIVE_POINT = np.array([1.0, -8.0, 8.0, -1.0]) / 12.0  # weights of x(t-2s), x(t-s), x(t+s), x(t+2s), over s
 GROUP = 20  # test times run together (one batch; stateful ops share one transition lag)
 WOBBLE = 0.05  # amplitude of the scales' log-wobble
-NOT_OPERATORS = ("input", "constant", "output")  # graph plumbing: nothing to differentiate
 
 
 # ---------------------------------------------------------------- the moving inputs
@@ -168,145 +168,20 @@ class Motion:
         return self.contacts[frame]
 
 
-# ---------------------------------------------------------------- one case per node
-# Each case: (motion, test times t (G,), step h, rng) -> list of stencils, each the op's
-# outputs (Pose, batch G) at the times t + k h, k in STEPS.
+# ---------------------------------------------------------------- the cases
+# Each node file declares its case (``VERIFY``): (motion, test times t (G,), step h, rng) ->
+# list of stencils, each the op's outputs (Pose, batch G) at the times t + k h, k in STEPS
+# (``animgraph.stencil``).  Graph plumbing (``PLUMBING``) has nothing to differentiate.
 
 
-def case_sample(m, t, h, rng):
-    """The clip itself, cubic or linear, played forwards or backwards (rate -1)."""
-    mode = rng.choice(["cubic", "linear"])
-    if rng.random() < 0.5:
-        return [stencil(lambda s: ops.sample(m.clip, s, mode), t, h)]
-    return [stencil(lambda s: ops.sample(m.clip, m.end - s, mode, rate=-1.0), t, h)]
+def cases():
+    """{node type: its verify case} from the registry, in kind order."""
+    return {kind: REGISTRY[kind].VERIFY for kind in sorted(REGISTRY) if REGISTRY[kind].VERIFY is not None}
 
 
-def case_fk(m, t, h, rng):
-    """The clip's local pose to model space."""
-    return [stencil(lambda s: ops.fk(m.pose(s), m.parents), t, h)]
-
-
-def case_bk(m, t, h, rng):
-    """The clip's model-space pose back to local."""
-    return [stencil(lambda s: ops.bk(m.glob(s), m.parents), t, h)]
-
-
-def case_blend(m, t, h, rng):
-    """The clip into the clip played backwards, with a swinging weight."""
-    return [stencil(lambda s: ops.blend(m.pose(s), m.other(s), *m.weight(s)), t, h)]
-
-
-def case_additive(m, t, h, rng):
-    """The backwards clip as an additive pose (against the first frame) on the clip, swinging weight, either side."""
-    side = str(rng.choice(["parent", "local"]))
-
-    def f(s):
-        add = ops.difference(m.other(s), m.reference, side=side)
-        return ops.additive(m.pose(s), add, *m.weight(s), side=side)
-
-    return [stencil(f, t, h)]
-
-
-def case_difference(m, t, h, rng):
-    """The additive pose taking the backwards clip to the clip, both moving, either side."""
-    side = str(rng.choice(["parent", "local"]))
-    return [stencil(lambda s: ops.difference(m.pose(s), m.other(s), side=side), t, h)]
-
-
-def case_select(m, t, h, rng):
-    """One of the two moving poses, chosen per test time."""
-    index = rng.integers(0, 2, len(t))
-    return [stencil(lambda s: ops.select([m.pose(s), m.other(s)], index), t, h)]
-
-
-def case_inertialize(m, t, h, rng):
-    """The input cuts to the backwards clip ``lag`` s before t (half the time back again mid-decay); cubic or spring."""
-    inert = ops.Inertializer(duration=0.4) if rng.random() < 0.5 else ops.Inertializer(halflife=0.1)
-    lag = rng.uniform(FRAME, 0.4 - (STEPS[-1] + 1) * h)
-    start, source = t - lag, m.other
-    inert.transition(m.pose(start), source(start))
-    inert.update(source(start), 0.0)
-    if rng.random() < 0.5:
-        # Cut back while the offset decays: the new offset starts from the current output.
-        mid = start + lag * rng.uniform(0.2, 0.8)
-        shown = advance(lambda s, dt: inert.update(source(s), dt), start, mid)
-        start, source = mid, m.pose
-        inert.transition(shown, source(start))
-        inert.update(source(start), 0.0)
-    return [play(lambda s, dt: inert.update(source(s), dt), start, t, h)]
-
-
-def case_dead_blend(m, t, h, rng):
-    """The input cuts to the backwards clip ``lag`` s before t; the old pose coasts and fades out."""
-    dead = ops.DeadBlender(duration=0.4, halflife=0.15)
-    start = t - rng.uniform(FRAME, 0.4 - (STEPS[-1] + 1) * h)
-    dead.transition(m.pose(start))
-    dead.update(m.other(start), 0.0)
-    return [play(lambda s, dt: dead.update(m.other(s), dt), start, t, h)]
-
-
-def case_tracking_spring(m, t, h, rng):
-    """The target jumps to the backwards clip ``lag`` s before t; the spring takes up the jump and lets go.
-
-    At ``acceleration`` 1 (the default).  Below 1 the spring follows a backward difference
-    of the target's acceleration held over each step, so its output is only C1 at the
-    steps and a difference across them is off by about ``(1 - acceleration) jerk h^2``
-    (3e-2 on these clips, falling as h^2): the stencil cannot tell right from wrong there.
-    """
-    spring = ops.TrackingSpring(signal="pose", acceleration=1.0)
-    start = t - rng.uniform(FRAME, 0.5)
-    spring.update(m.pose(start - FRAME), 0.0)
-    spring.update(m.other(start), FRAME, jump=True)
-    return [play(lambda s, dt: spring.update(m.other(s), dt), start, t, h)]
-
-
-def case_look_at(m, t, h, rng):
-    """The head looks at a point swinging in front of the hips, the weight ramping."""
-
-    def f(s):
-        return ops.look_at(m.pose(s), m.skel, m.head, *m.look_target(s), (0.0, 0.0, 1.0), *ramp(s - t))
-
-    return [stencil(f, t, h)]
-
-
-def case_two_bone_ik(m, t, h, rng):
-    """The leg reaches for a point circling above the animated foot, the weight ramping."""
-
-    def f(s):
-        return ops.two_bone_ik(m.pose(s), m.skel, m.leg[:3], *m.reach_target(s), *ramp(s - t))
-
-    return [stencil(f, t, h)]
-
-
-def case_foot_lock(m, t, h, rng):
-    """The toe locks on the clip's contacts from ``lag`` s before t; the pose and the lock position are checked."""
-    lock = ops.FootLock(joints=m.leg)
-    hold = t + STEPS[0] * h  # the contact is held over the stencil: its switching is an event, not motion
-
-    def step(s, dt):
-        out = lock.update(m.pose(s), m.skel, m.contact(np.minimum(s, hold)), dt)
-        locked = Pose(lock.locked_pos[:, None], identity_rot(s)[:, None], vel=lock.locked_vel[:, None])
-        return out, locked
-
-    outs = play(step, t - rng.uniform(0.1, 0.6), t, h)
-    return [[pose for pose, _ in outs], [locked for _, locked in outs]]
-
-
-CASES = {
-    "sample": case_sample,
-    "fk": case_fk,
-    "bk": case_bk,
-    "blend": case_blend,
-    "additive": case_additive,
-    "difference": case_difference,
-    "select": case_select,
-    "inertialize": case_inertialize,
-    "dead_blend": case_dead_blend,
-    "tracking_spring": case_tracking_spring,
-    "look_at": case_look_at,
-    "two_bone_ik": case_two_bone_ik,
-    "foot_lock": case_foot_lock,
-}
+def plumbing():
+    """Node types that are graph plumbing (no op, no case)."""
+    return tuple(kind for kind in sorted(REGISTRY) if REGISTRY[kind].PLUMBING)
 
 
 # ---------------------------------------------------------------- the comparison
@@ -364,11 +239,10 @@ def stencil_errors(outputs, h):
 
 
 def node_names():
-    """Every operator node: the cases' nodes, then registered types without a case (minus graph plumbing)."""
-    from . import nodes  # noqa: F401  (importing registers the node types)
-    from .node import REGISTRY
-
-    return list(CASES) + sorted(n for n in REGISTRY if n not in CASES and n not in NOT_OPERATORS)
+    """Every operator node type (all but graph plumbing), by palette category then name."""
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    kinds = [k for k in REGISTRY if not REGISTRY[k].PLUMBING]
+    return sorted(kinds, key=lambda k: (order.get(REGISTRY[k].CATEGORY, len(order)), k))
 
 
 def step_for(clip):
@@ -391,9 +265,9 @@ def verify_node(motion, node, times=200, seed=0):
     row = {"node": node, "clip": clip, "times": times, "h": step_for(motion.clip)}
     row["tolerance"] = TOLERANCES.get(node, (TOL, ""))[0]
     row.update({c: math.nan for c in COLUMNS}, ok=False, note="", seconds=0.0)
-    case = CASES.get(node)
+    case = cases().get(node)
     if case is None:
-        return dict(row, note="no verify case: add one to animgraph/verify.py")
+        return dict(row, note="no verify case: declare VERIFY in its node file")
     rng = np.random.default_rng([seed, zlib.crc32(node.encode()), zlib.crc32(clip.encode())])
     h = row["h"]
     t_all = draw_times(motion.clip, times, h, rng)

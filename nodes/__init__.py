@@ -1,10 +1,12 @@
-"""Node types: one module per node (parameter model, ports, state, numba kernel).
+"""Node types: one module per node type (or per family sharing its maths), each a complete file.
 
-Importing this package registers every node in ``animgraph.node.REGISTRY``.
+Importing this package imports every module in it, and each registers its node types in
+``animgraph.node.REGISTRY``: a new node is one new file here (plus its test), with no list
+to extend anywhere else.
 """
 
-from . import bk, fk  # noqa: F401
-from . import dead_blend, inertialize, tracking_spring  # noqa: F401
-from . import constant, input, output  # noqa: F401
-from . import additive, blend, sample, select  # noqa: F401
-from . import foot_lock, look_at, two_bone_ik  # noqa: F401
+import importlib
+import pkgutil
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")

@@ -41,10 +41,10 @@ def rows_of(text):
 def test_table_lists_every_registered_operator_node(table):
     import animgraph.nodes  # noqa: F401  (registers every node type)
 
-    operators = set(REGISTRY) - set(verify.NOT_OPERATORS)
+    operators = set(REGISTRY) - set(verify.plumbing())
     assert operators, "no node types registered"
     assert operators <= set(rows_of(table[1]))
-    assert set(verify.CASES) <= set(rows_of(table[1]))
+    assert set(verify.cases()) <= set(rows_of(table[1]))
 
 
 def test_every_row_passes_on_a_bundled_clip(table):
@@ -94,8 +94,9 @@ def test_a_broken_op_or_a_node_without_a_case_fails_its_row(monkeypatch, clip):
     def broken(*args, **kwargs):
         raise RuntimeError("broken on purpose")
 
-    monkeypatch.setattr(ag.ops, "select", broken)
-    monkeypatch.setitem(REGISTRY, "newly_added", object)
+    monkeypatch.setattr(REGISTRY["select"], "VERIFY", broken)
+    monkeypatch.setitem(REGISTRY, "newly_added", type("NewlyAdded", (), {"VERIFY": None, "PLUMBING": False,
+                                                                        "CATEGORY": "blends"}))
     select, new = verify.verify_clip(*clip, ["select", "newly_added"], times=5)
     assert not select["ok"] and "broken on purpose" in select["note"]
     assert not new["ok"] and "no verify case" in new["note"]

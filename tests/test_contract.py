@@ -1,0 +1,83 @@
+"""The node contract, checked over every file in ``nodes/``: a new node is one file plus its test.
+
+Walks the node modules and the registry: every module registers node types; every type
+declares its palette category, the kinds of its non-numeric fields, and either its pure op
+(reachable as ``ag.ops.<name>``) and verify case, or that it is graph plumbing; every module
+has a test file; kernels have names; and no kernel reads ``par``, ``st``, ``ins``, ``outs``
+or ``db`` through a literal index (fields, ports and tables are named once, in the file).
+"""
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import animgraph as ag
+import animgraph.nodes
+from animgraph import verify
+from animgraph.node import CATEGORIES, FIELD_KINDS, REGISTRY
+
+NODES_DIR = Path(animgraph.nodes.__file__).parent
+TESTS_DIR = Path(__file__).parent
+MODULES = sorted(m.name for m in pkgutil.iter_modules(animgraph.nodes.__path__))
+LITERAL_INDEX = re.compile(r"\b(par|st|ins|outs|db)\[\s*[0-9]")
+
+
+def types_of(module):
+    """The node types a node module registers."""
+    return [cls for cls in REGISTRY.values() if cls.__module__ == f"animgraph.nodes.{module}"]
+
+
+def test_every_node_type_comes_from_a_node_file():
+    assert MODULES and all(cls.__module__.startswith("animgraph.nodes.") for cls in REGISTRY.values())
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_each_node_file_registers_types_and_has_tests(module):
+    importlib.import_module(f"animgraph.nodes.{module}")
+    assert types_of(module), f"nodes/{module}.py registers no node type"
+    tests = [p.name for p in TESTS_DIR.glob("test_*.py") if module in p.stem.split("_")[1:] or p.stem == f"test_node_{module}"]
+    assert tests, f"nodes/{module}.py has no test file (tests/test_node_{module}.py)"
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_each_node_type_declares_what_the_editor_and_checks_need(kind):
+    cls = REGISTRY[kind]
+    assert cls.CATEGORY in CATEGORIES, (kind, cls.CATEGORY)
+    for name, field_kind in cls.FIELD_KINDS.items():
+        assert name in cls.model_fields and field_kind in FIELD_KINDS, (kind, name, field_kind)
+    if cls.PLUMBING:
+        assert cls.OP is None and cls.VERIFY is None, kind
+        return
+    assert callable(cls.OP) and getattr(ag.ops, cls.OP.__name__) is cls.OP, f"{kind}: no op in ag.ops"
+    assert callable(cls.VERIFY) and verify.cases()[kind] is cls.VERIFY, f"{kind}: no verify case"
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_kernels_have_names(kind):
+    kernel = getattr(REGISTRY[kind].KERNEL, "py_func", REGISTRY[kind].KERNEL)
+    assert kernel.__name__ != "run" and kernel.__name__.endswith("_node"), kernel.__name__
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_literal_index_into_par_st_ins_outs_db(module):
+    text = (NODES_DIR / f"{module}.py").read_text()
+    found = [f"{module}.py:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1)
+             if LITERAL_INDEX.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_fields_that_are_more_than_a_number_have_a_kind():
+    """Every field whose schema is not a plain number or bool says what it is (joint, clip, axis, enum ...)."""
+    plain = {"number", "integer", "boolean"}
+    for kind, cls in REGISTRY.items():
+        schema = cls.model_json_schema()
+        for name, prop in schema.get("properties", {}).items():
+            if name in ("id", "type"):
+                continue
+            types = {prop.get("type")} | {p.get("type") for p in prop.get("anyOf", [])}
+            types.discard(None)
+            if types - plain - {"null"} or "enum" in prop or "const" in prop:
+                assert name in cls.FIELD_KINDS, (kind, name, prop)
