@@ -75,10 +75,11 @@ def db_indices(tables):
 def fields(name, **widths):
     """Named offsets into a flat float64 array (parameters or state), declared once: ``PAR = fields("PAR", halflife=1, hinge=3)``.
 
-    The result is a namedtuple of offsets (``PAR.halflife == 0``, ``PAR.hinge == 1``) that a
-    kernel indexes with (``par[PAR.hinge + 2]``: numba folds the offsets to constants); its
-    class knows ``SIZE`` (4 here), the ``WIDTHS`` and ``pack(**values)``, which lays out a
-    float64 array from every field by name (a number, or ``width`` numbers).
+    The result is a namedtuple of offsets (``PAR.halflife == 0``, ``PAR.hinge == 1``) and the
+    total ``PAR.SIZE`` (4 here) that a kernel indexes with (``par[PAR.hinge + 2]``,
+    ``st[ST.SIZE:]``: numba folds them to constants); its class knows the ``WIDTHS`` and
+    ``pack(**values)``, which lays out a float64 array from every field by name (a number,
+    or ``width`` numbers).
     """
     offsets, at = [], 0
     for width in widths.values():
@@ -86,10 +87,12 @@ def fields(name, **widths):
             raise ValueError(f"{name}: field widths must be whole numbers >= 1, got {widths}")
         offsets.append(at)
         at += width
-    cls = collections.namedtuple(name, list(widths))
-    cls.SIZE, cls.WIDTHS = at, dict(widths)
+    if "SIZE" in widths:
+        raise ValueError(f"{name}: SIZE names the layout's size, not a field")
+    cls = collections.namedtuple(name, [*widths, "SIZE"])  # SIZE a member too, so kernels can read it
+    cls.WIDTHS = dict(widths)
     cls.pack = classmethod(_pack)
-    return cls(*offsets)
+    return cls(*offsets, at)
 
 
 def port_indices(name, ports):
@@ -102,7 +105,7 @@ def _pack(cls, **values):
     if set(values) != set(cls.WIDTHS):
         missing, extra = set(cls.WIDTHS) - set(values), set(values) - set(cls.WIDTHS)
         raise ValueError(f"{cls.__name__}.pack: missing {sorted(missing)}, unknown {sorted(extra)}")
-    out = np.empty(cls.SIZE, np.float64)
+    out = np.empty(sum(cls.WIDTHS.values()), np.float64)
     at = 0
     for key, width in cls.WIDTHS.items():
         value = np.asarray(values[key], np.float64).reshape(-1)

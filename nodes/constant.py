@@ -68,7 +68,7 @@ class Constant(Node):
     frame: int = Field(0, ge=0, le=INDEX_MAX, description=f"pose: frame index in the clip [0, {INDEX_MAX}]")
 
     CATEGORY = "sources"
-    FIELD_KINDS = {"signal": "signal", "clip": "clip"}
+    FIELD_KINDS = {"signal": "signal", "clip": "clip", "value": "value"}
     PLUMBING = True
     OUTPUTS = OUTPUTS
 

@@ -48,7 +48,7 @@ class Input(Node):
     )
 
     CATEGORY = "signals"
-    FIELD_KINDS = {"signal": "signal"}
+    FIELD_KINDS = {"signal": "signal", "default": "value"}
     PLUMBING = True
     OUTPUTS = OUTPUTS
     GRAPH_INPUT: ClassVar[bool] = True
