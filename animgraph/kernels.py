@@ -110,3 +110,21 @@ def set_global_rotation(pose, parents, j, rot, ang):
     loc = kdiv(par, (par[0], rot, par[2], par[3], ang, par[5]))
     store4(pose[1], j, loc[1])
     store3(pose[4], j, loc[4])
+
+
+@njit(cache=True)
+def weight_input(sig, at, default):
+    """A blend weight and its rate (1/s) from the scalar signal at ``sig[at]`` (or ``default``, rate 0 when unlinked).
+
+    Held at the ends of [0, 1]: a clamped weight does not move (NaN counts as 0).
+    """
+    if at >= 0:
+        alpha, alpha_vel = sig[at], sig[at + 1]
+    else:
+        alpha, alpha_vel = default, 0.0
+    if not alpha > 0.0:
+        return 0.0, 0.0
+    if alpha > 1.0:
+        return 1.0, 0.0
+    return alpha, alpha_vel
+

@@ -533,3 +533,39 @@ def store_kform(pose, i, k):
     store3(pose[3], i, k[3])
     store3(pose[4], i, k[4])
     store3(pose[5], i, k[5])
+
+
+# ---------------------------------------------------------------- blending two kineforms
+
+
+@njit(cache=True, error_model="numpy")
+def is_one(v):
+    """Whether vec3 ``v`` is exactly (1, 1, 1): a unit scale, whose log is 0."""
+    return v[0] == 1.0 and v[1] == 1.0 and v[2] == 1.0
+
+
+@njit(cache=True, error_model="numpy")
+def blend_kform(a, b, alpha, alpha_vel):
+    """Kineform between ``a`` (α=0) and ``b`` (α=1), with the velocity of the changing weight."""
+    ap, ar, asc, av, aw, asv = a
+    bp, br, bsc, bv, bw, bsv = b
+    pos = vlerp(ap, bp, alpha)
+    vel = vlerp(av, bv, alpha)
+    if alpha_vel != 0.0:
+        vel = vadd(vel, vscale(vsub(bp, ap), alpha_vel))
+    # Rotation: walk the shortest arc from a towards b, both ends moving.
+    delta = qmul(br, qinv(ar))
+    d, d2, dd = to_scaled_angle_axis_dx(delta, vsub(bw, qrot(delta, aw)))
+    e, e_ang = weighted_rot_sq(d, d2, dd, alpha, alpha_vel)
+    rot = qmul(e, ar)
+    ang = vadd(e_ang, qrot(e, aw))
+    # Scale: lerp in log space; unit scales (the common case) have log 0 and stay 1.
+    svl = vlerp(asv, bsv, alpha)
+    if is_one(asc) and is_one(bsc):
+        return (pos, rot, asc, vel, ang, svl)
+    la = vlog(asc)
+    lb = vlog(bsc)
+    scl = vexp(vlerp(la, lb, alpha))
+    if alpha_vel != 0.0:
+        svl = vadd(svl, vscale(vsub(lb, la), alpha_vel))
+    return (pos, rot, scl, vel, ang, svl)

@@ -16,21 +16,8 @@ from typing import Literal
 from numba import njit
 from pydantic import Field
 
-from animgraph.maths import (
-    load_kform,
-    qinv,
-    qmul,
-    qrot,
-    store_kform,
-    to_scaled_angle_axis_dx,
-    vadd,
-    vexp,
-    vlerp,
-    vlog,
-    vscale,
-    vsub,
-    weighted_rot_sq,
-)
+from animgraph.kernels import weight_input
+from animgraph.maths import blend_kform, load_kform, store_kform
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
@@ -53,38 +40,6 @@ PAR = fields("BlendPar", alpha=1, motion_size=1)
 
 
 @njit(cache=True, error_model="numpy")
-def is_one(v):
-    return v[0] == 1.0 and v[1] == 1.0 and v[2] == 1.0
-
-
-@njit(cache=True, error_model="numpy")
-def blend_kform(a, b, alpha, alpha_vel):
-    """Kineform between ``a`` (α=0) and ``b`` (α=1), with the velocity of the changing weight."""
-    ap, ar, asc, av, aw, asv = a
-    bp, br, bsc, bv, bw, bsv = b
-    pos = vlerp(ap, bp, alpha)
-    vel = vlerp(av, bv, alpha)
-    if alpha_vel != 0.0:
-        vel = vadd(vel, vscale(vsub(bp, ap), alpha_vel))
-    # Rotation: walk the shortest arc from a towards b, both ends moving.
-    delta = qmul(br, qinv(ar))
-    d, d2, dd = to_scaled_angle_axis_dx(delta, vsub(bw, qrot(delta, aw)))
-    e, e_ang = weighted_rot_sq(d, d2, dd, alpha, alpha_vel)
-    rot = qmul(e, ar)
-    ang = vadd(e_ang, qrot(e, aw))
-    # Scale: lerp in log space; unit scales (the common case) have log 0 and stay 1.
-    svl = vlerp(asv, bsv, alpha)
-    if is_one(asc) and is_one(bsc):
-        return (pos, rot, asc, vel, ang, svl)
-    la = vlog(asc)
-    lb = vlog(bsc)
-    scl = vexp(vlerp(la, lb, alpha))
-    if alpha_vel != 0.0:
-        svl = vadd(svl, vscale(vsub(lb, la), alpha_vel))
-    return (pos, rot, scl, vel, ang, svl)
-
-
-@njit(cache=True, error_model="numpy")
 def blend_kernel(a, b, alpha, alpha_vel, out):
     """Blend pose tuples ``a`` and ``b`` row by row into ``out`` (which may alias either)."""
     for j in range(out[0].shape[0]):
@@ -94,19 +49,7 @@ def blend_kernel(a, b, alpha, alpha_vel, out):
 @njit(cache=True)
 def blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: blend a and b (poses, or root-motion blocks) with the clamped weight."""
-    if ins[IN.alpha] >= 0:
-        alpha = sig[ins[IN.alpha]]
-        alpha_vel = sig[ins[IN.alpha] + 1]
-    else:
-        alpha = par[PAR.alpha]
-        alpha_vel = 0.0
-    # Held at the ends of [0, 1]: a clamped weight does not move.
-    if not alpha > 0.0:  # also catches NaN
-        alpha = 0.0
-        alpha_vel = 0.0
-    elif alpha > 1.0:
-        alpha = 1.0
-        alpha_vel = 0.0
+    alpha, alpha_vel = weight_input(sig, ins[IN.alpha], par[PAR.alpha])
     if par[PAR.motion_size] > 0.0:  # root motion: a lerp of the two bodies' velocities
         a, b, out = ins[IN.a], ins[IN.b], outs[OUT.pose]
         for c in range(int(par[PAR.motion_size])):
