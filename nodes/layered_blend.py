@@ -1,0 +1,128 @@
+"""Layered blend: a second pose over chosen branches of the skeleton (Unreal's "layered blend per bone").
+
+Each joint blends from ``base`` towards ``layer`` by its own weight ``α m_j``: ``m_j`` is the
+joint's mask weight, from the ``branches`` (a joint and every joint below it), ramping in
+over ``depth`` levels below the branch's root (level k gets ``(k + 1) / (depth + 1)`` of the
+branch's weight; the largest where branches overlap); ``α`` is the overall weight with its
+rate.  Per joint this is the two-pose blend (``maths.blend_kform``) at weight ``α m_j`` and
+rate ``α' m_j``, so every velocity is exact and joints outside every branch are the base.
+"""
+
+from typing import List, Literal
+
+import numpy as np
+from numba import njit
+from pydantic import BaseModel, ConfigDict, Field
+
+from animgraph.args import broadcast_poses, check_scales, weights
+from animgraph.kernels import weight_input
+from animgraph.limits import JointName, unit_field
+from animgraph.maths import blend_kform, load_kform, store_kform
+from animgraph.node import Node, Port, fields, port_indices, register, slot
+from animgraph.pose import Pose, pose_arg
+from animgraph.stencil import stencil
+
+MAX_BRANCHES = 64
+MAX_DEPTH = 64
+
+INPUTS = (
+    Port("base", "pose", "any", "pose everywhere outside the branches"),
+    Port("layer", "pose", "any", "pose over the branches, same space as base"),
+    Port("alpha", "scalar", "", "overall weight and its rate (1/s), clamped to [0, 1]", True),
+)
+OUTPUTS = (Port("pose", "pose", "any", "the layered pose, in the inputs' space"),)
+IN, OUT = port_indices("LayeredBlendIn", INPUTS), port_indices("LayeredBlendOut", OUTPUTS)
+PAR = fields("LayeredBlendPar", alpha=1)  # then one mask weight per joint, from PAR.SIZE
+
+
+@njit(cache=True, error_model="numpy")
+def layered_blend_kernel(base, layer, mask, alpha, alpha_vel, out):
+    """Blend pose tuples row by row at weight ``alpha mask[j]`` (rate ``alpha_vel mask[j]``) into ``out``."""
+    for j in range(out[0].shape[0]):
+        k = blend_kform(load_kform(base, j), load_kform(layer, j), alpha * mask[j], alpha_vel * mask[j])
+        store_kform(out, j, k)
+
+
+@njit(cache=True)
+def layered_blend_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: base and layer slots, the weight input (or field), the mask from the parameters."""
+    alpha, alpha_vel = weight_input(sig, ins[IN.alpha], par[PAR.alpha])
+    layered_blend_kernel(slot(pose, ins[IN.base]), slot(pose, ins[IN.layer]), par[PAR.SIZE:], alpha, alpha_vel,
+                         slot(pose, outs[OUT.pose]))
+
+
+class Branch(BaseModel):
+    """One branch of the mask: a joint and everything below it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    joint: JointName = Field(description="root joint of the branch (name or index)")
+    weight: float = unit_field(1.0, "weight of the layer on this branch")
+    depth: int = Field(0, ge=0, le=MAX_DEPTH, description=f"levels below the root over which the weight ramps in "
+                                                          f"[0, {MAX_DEPTH}]")
+
+
+def mask_weights(parents, branches):
+    """Per-joint mask weights (J,) in [0, 1] from ``(root joint index, weight, depth)`` branches (``parents[j] < j``)."""
+    parents = np.asarray(parents)
+    mask = np.zeros(len(parents))
+    for root, weight, depth in branches:
+        level = np.full(len(parents), -1)
+        level[root] = 0
+        for j in range(root + 1, len(parents)):
+            if parents[j] >= 0 and level[parents[j]] >= 0:
+                level[j] = level[parents[j]] + 1
+        inside = level >= 0
+        mask[inside] = np.maximum(mask[inside], weight * np.minimum(1.0, (level[inside] + 1) / (depth + 1)))
+    return mask
+
+
+@register(layered_blend_node)
+class LayeredBlend(Node):
+    """Blend a layer pose over chosen branches of the skeleton, ramping in over a depth; the rest stays the base."""
+
+    type: Literal["layered_blend"] = "layered_blend"
+    branches: List[Branch] = Field(min_length=1, max_length=MAX_BRANCHES, description="the joints the layer covers")
+    alpha: float = unit_field(1.0, "overall weight of the layer")
+
+    CATEGORY = "blends"
+    FIELD_KINDS = {"branches": "branches"}
+    INPUTS = INPUTS
+    OUTPUTS = OUTPUTS
+
+    def params(self, ctx):
+        """The overall weight, then the per-joint mask (plan time: joint names to weights)."""
+        roots = [(ctx.joint(self, "branches", b.joint), b.weight, b.depth) for b in self.branches]
+        return np.concatenate([PAR.pack(alpha=self.alpha), mask_weights(ctx.skeleton.parents, roots)])
+
+
+def layered_blend(base, layer, mask, alpha=1.0, alpha_vel=0.0):
+    """Pose from ``base`` towards ``layer`` per joint at weight ``alpha * mask[j]`` (mask (J,) in [0, 1]); any batch shape."""
+    base, layer = pose_arg(base, "base"), pose_arg(layer, "layer")
+    check_scales(base, layer)
+    mask = np.asarray(mask, np.float64)
+    if mask.shape != (base.joints,) or not np.all((mask >= 0.0) & (mask <= 1.0)):
+        raise ValueError(f"mask must be {base.joints} weights in [0, 1], got shape {mask.shape}")
+    shape, (base, layer) = broadcast_poses(base, layer, names=("base", "layer"))
+    alpha, alpha_vel = weights(shape, alpha, alpha_vel)
+    out = Pose.identity(base.joints, shape)
+    for n, (a, b, dst) in enumerate(zip(base.items(), layer.items(), out.items())):
+        layered_blend_kernel(a, b, mask, alpha[n], alpha_vel[n], dst)
+    return out
+
+
+def _upper_body(skel):
+    """The spine joint, or the root's first child on a skeleton without canonical names."""
+    try:
+        return skel.index("spine")
+    except ValueError:
+        return next((j for j in range(len(skel)) if skel.parents[j] == 0), 0)
+
+
+def verify_layered_blend(m, t, h, rng):
+    """The backwards clip over the upper body (ramping in over 2 levels), with a swinging weight."""
+    mask = mask_weights(m.parents, [(_upper_body(m.skel), 1.0, 2)])
+    return [stencil(lambda s: layered_blend(m.pose(s), m.other(s), mask, *m.weight(s)), t, h)]
+
+
+LayeredBlend.OP, LayeredBlend.VERIFY = layered_blend, verify_layered_blend
