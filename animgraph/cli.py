@@ -174,9 +174,9 @@ def _cmd_verify(args):
         skel, clip, _ = load_clip(name)
         clips.append((Path(name).stem, skel, clip))
     if not args.json:
-        return verify.run(clips, args.node, args.times, args.seed)
+        return verify.verify_table(clips, args.node, args.times, args.seed)
     text = io.StringIO()
-    status = verify.run(clips, args.node, args.times, args.seed, as_json=True, out=text)
+    status = verify.verify_table(clips, args.node, args.times, args.seed, as_json=True, out=text)
     print(json_text(json.loads(text.getvalue())))
     return status
 
@@ -224,9 +224,9 @@ def _args_run(p):
 
 
 def _cmd_run(args):
-    from .runner import run
+    from .runner import run_graph_file
 
-    s = run(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output)
+    s = run_graph_file(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output)
     line = f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s"
     if s["frames"] > 1:
         per_frame = s["seconds"] / (s["frames"] - 1)

@@ -227,7 +227,7 @@ def load():
     return module
 
 
-def python_run(table, par, chars, vecs, rots, clipbuf, dt):
+def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
     """The executor's loop in Python, calling each node type's kernel: a reference for tests and benchmarks.
 
     The same arguments as ``run_serial``; the slices have the executor's types, so each

@@ -83,11 +83,11 @@ class Instance:
         if parallel is None:
             parallel = b >= PARALLEL_MIN_BATCH
         if python:  # the reference: the op table walked in Python, calling the same kernels
-            from .executor import python_run
+            from .executor import walk_in_python
 
-            self._run = python_run
+            self._call = walk_in_python
         else:
-            self._run = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
+            self._call = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
         self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
         self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
         # Inputs of pruned nodes are accepted and ignored.
@@ -116,9 +116,9 @@ class Instance:
                              file=self.plan.file)
         if inputs:
             self.set_inputs(inputs)
-        run = self._run(*self._args, float(dt))
-        if run is not None:  # the first call compiled or loaded the executor: keep its entry point
-            self._run = run
+        call = self._call(*self._args, float(dt))
+        if call is not None:  # the first call compiled or loaded the executor: keep its entry point
+            self._call = call
         return self.outputs
 
     def set_inputs(self, inputs):

@@ -1,11 +1,12 @@
 """The contract every node module in ``nodes/`` follows, and the node registry.
 
 A node module defines one pydantic model (subclass of ``Node``) with
-``type: Literal["name"]``, its ``INPUTS``/``OUTPUTS`` ports, how it lays out its
-parameters and per-character state as float64 arrays, and a numba kernel::
+``type: Literal["name"]``, its ``INPUTS``/``OUTPUTS`` ports (named for kernels by
+``port_indices``), its parameters and per-character state as named float64 layouts
+(``fields``: declared once, packed by name, read by name), and a numba kernel::
 
     @njit(cache=True)
-    def run(ins, outs, par, st, pose, sig, db, dt): ...
+    def blend_node(ins, outs, par, st, pose, sig, db, dt): ...   # <type>_node, registered with @register
 
 Kernel arguments (all for one character):
 

@@ -197,7 +197,7 @@ def pick_pose_output(plan, name=None):
     return name
 
 
-def run(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None):
+def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None):
     """Evaluate graph file ``path`` for ``frames`` frames of ``dt`` s on ``batch`` characters; write ``out``.
 
     ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0);

@@ -337,7 +337,7 @@ def footnotes(rows):
     ]
 
 
-def run(clips, nodes=None, times=200, seed=0, as_json=False, out=None):
+def verify_table(clips, nodes=None, times=200, seed=0, as_json=False, out=None):
     """Verify ``nodes`` (default: all) on ``clips`` [(label, skeleton, clip)], print the table; 0 if all pass, else 1.
 
     The table streams row by row to ``out`` (default stdout); with ``as_json`` one JSON

@@ -260,7 +260,7 @@ def test_json_outputs_are_strict_json(capsys, monkeypatch):
         print(json.dumps({"h": 1e-3, "rows": [{"node": "fk", "err": nan, "v": {"max": inf}}], "ok": False}), file=out)
         return 1
 
-    monkeypatch.setattr(verify, "run", fake_verify)
+    monkeypatch.setattr(verify, "verify_table", fake_verify)
     assert main(["verify", "walk", "--json"]) == 1
     assert _strict_json(capsys.readouterr().out)["rows"] == [{"node": "fk", "err": None, "v": {"max": None}}]
 

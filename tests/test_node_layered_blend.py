@@ -100,13 +100,15 @@ def test_graph_node_matches_the_op():
         "links": [["a.pose", "mix.base"], ["b.pose", "mix.layer"], ["w.value", "mix.alpha"], ["mix.pose", "out.pose"]],
     })
     plan = ag.compile(g)
-    inst = plan.instance()
+    inst, python = plan.instance(), plan.instance(python=True)
     skel = plan.skeleton
     _, walk = ag.data.load("walk")
     _, jog = ag.data.load("jog")
     mask = mask_weights(skel.parents, [(skel.index("spine"), 1.0, 1)])
     for f in range(3):
         out = inst.step(1 / 60, {"w": (0.7, 0.5)})
+        ref = python.step(1 / 60, {"w": (0.7, 0.5)})  # the executor against the op table walked in Python
+        np.testing.assert_array_equal(out["out"].vel, ref["out"].vel)
         t = f / 60
         want = ag.ops.layered_blend(ag.ops.sample(walk, t, "cubic", loop=True), ag.ops.sample(jog, t, "cubic", loop=True),
                                     mask, 0.7, 0.5)

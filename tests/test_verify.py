@@ -30,7 +30,7 @@ def clip():
 @pytest.fixture(scope="module")
 def table(clip):
     out = io.StringIO()
-    status = verify.run([(CLIP, *clip)], times=TIMES, out=out)
+    status = verify.verify_table([(CLIP, *clip)], times=TIMES, out=out)
     return status, out.getvalue()
 
 
