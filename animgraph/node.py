@@ -195,6 +195,7 @@ class Node(BaseModel):
     OP: ClassVar[object] = None  # the pure ``ag.ops`` function (or class) with the node's maths
     VERIFY: ClassVar[object] = None  # the ``animgraph verify`` case: (motion, t, h, rng) -> stencils
     PLUMBING: ClassVar[bool] = False  # graph plumbing (input, constant, output): no op, no verify case
+    EXAMPLE: ClassVar[dict] = {}  # fields a newly added node needs besides its defaults (editor palette, generic tests)
 
     @model_validator(mode="before")
     @classmethod

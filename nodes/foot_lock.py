@@ -36,7 +36,7 @@ from animgraph.decay import decay3, spring_weights
 from animgraph.errors import GraphError
 from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vscale, vsub
 from animgraph.ik import apply_two_bone
-from animgraph.kernels import copy_pose, joint_global, set_global_rotation
+from animgraph.kernels import copy_pose, joint_global, read3, set_global_rotation, write3
 from animgraph.limits import AXIS_MAX, DISTANCE_MAX, DT_MAX, Axis, JointName, seconds_field
 from animgraph.node import DB_PARENTS, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number, numbers
@@ -66,19 +66,6 @@ STATE_SIZE = ST.SIZE
 
 
 @njit(cache=True)
-def vec3_at(arr, at):
-    """The three floats of flat array ``arr`` from offset ``at``."""
-    return (arr[at], arr[at + 1], arr[at + 2])
-
-
-@njit(cache=True)
-def set_vec3(arr, at, v):
-    """Store the 3-tuple ``v`` in flat array ``arr`` from offset ``at``."""
-    for i in range(3):
-        arr[at + i] = v[i]
-
-
-@njit(cache=True)
 def foot_lock_update(pose, parents, par, st, contact, dt, locked, at):
     """Lock the foot in place on local pose tuple ``pose``; lock position and velocity to ``locked[at:at+6]``.
 
@@ -98,10 +85,10 @@ def follow_frame(st, vel, ang, dt):
     Then this frame's motion and ``dt`` are kept for the next.
     """
     if st[ST.moved] > 0.5:
-        move(st, vscale(vadd(vec3_at(st, ST.motion_vel), vel), 0.5),
-             vscale(vadd(vec3_at(st, ST.motion_ang), ang), 0.5), st[ST.motion_dt])
-    set_vec3(st, ST.motion_vel, vel)
-    set_vec3(st, ST.motion_ang, ang)
+        move(st, vscale(vadd(read3(st, ST.motion_vel), vel), 0.5),
+             vscale(vadd(read3(st, ST.motion_ang), ang), 0.5), st[ST.motion_dt])
+    write3(st, ST.motion_vel, vel)
+    write3(st, ST.motion_ang, ang)
     st[ST.motion_dt] = dt
     st[ST.moved] = 1.0
 
@@ -110,12 +97,12 @@ def follow_frame(st, vel, ang, dt):
 def move(st, vel, ang, dt):
     """The lock state seen from a frame that moved ``dt`` s at body-frame velocity ``vel``, ``ang``."""
     disp, turn = body_step(vel, ang, dt)
-    point = qinv_rot(turn, vsub(vec3_at(st, ST.point), disp))
-    off = qinv_rot(turn, vec3_at(st, ST.off))
-    offv = qinv_rot(turn, vec3_at(st, ST.offv))
-    set_vec3(st, ST.point, point)
-    set_vec3(st, ST.off, off)
-    set_vec3(st, ST.offv, offv)
+    point = qinv_rot(turn, vsub(read3(st, ST.point), disp))
+    off = qinv_rot(turn, read3(st, ST.off))
+    offv = qinv_rot(turn, read3(st, ST.offv))
+    write3(st, ST.point, point)
+    write3(st, ST.off, off)
+    write3(st, ST.offv, offv)
 
 
 @njit(cache=True)
@@ -146,7 +133,7 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     """
     jh, jk, jf, jt = int(par[PAR.hip]), int(par[PAR.knee]), int(par[PAR.foot]), int(par[PAR.toe])
     radius, halflife, height = par[PAR.unlock_radius], par[PAR.halflife], par[PAR.foot_height]
-    hinge = vec3_at(par, PAR.hinge)
+    hinge = read3(par, PAR.hinge)
     foot = joint_global(pose, parents, jf)
     toe = joint_global(pose, parents, jt)
     p, v = toe[0], toe[3]
@@ -155,8 +142,8 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
         follow_frame(st, mvel, mang, dt)
     was_contact = st[ST.contact] > 0.5
     lock = st[ST.lock] > 0.5
-    point = vec3_at(st, ST.point)
-    off, offv = decay3(spring_weights(halflife, dt), vec3_at(st, ST.off), vec3_at(st, ST.offv))
+    point = read3(st, ST.point)
+    off, offv = decay3(spring_weights(halflife, dt), read3(st, ST.off), read3(st, ST.offv))
 
     if lock and (not contact or vlen(vsub(point, p)) > radius):
         # Release: the target jumps from the point to the toe, the offset takes the jump.
@@ -174,13 +161,13 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
 
     st[ST.contact] = 1.0 if contact else 0.0
     st[ST.lock] = 1.0 if lock else 0.0
-    set_vec3(st, ST.point, point)
-    set_vec3(st, ST.off, off)
-    set_vec3(st, ST.offv, offv)
+    write3(st, ST.point, point)
+    write3(st, ST.off, off)
+    write3(st, ST.offv, offv)
 
     pos, vel = lock_position(lock, point, off, offv, p, v, mvel, mang)
-    set_vec3(locked, at, pos)
-    set_vec3(locked, at + 3, vel)
+    write3(locked, at, pos)
+    write3(locked, at + 3, vel)
 
     # Move the foot by the lock's displacement from the animated toe ...
     tpos = vadd(foot[0], vsub(pos, p))
@@ -207,7 +194,7 @@ def foot_lock_node(ins, outs, par, st, pose, sig, db, dt):
     moving = m >= 0
     mvel, mang = ZERO, ZERO
     if moving:
-        mvel, mang = vec3_at(sig, m), vec3_at(sig, m + 3)
+        mvel, mang = read3(sig, m), read3(sig, m + 3)
     contact = sig[ins[IN.contact]] > 0.5
     foot_lock_moving(out, db[DB_PARENTS], par, st, contact, dt, sig, outs[OUT.locked], moving, mvel, mang)
 

@@ -87,6 +87,7 @@ class LayeredBlend(Node):
 
     CATEGORY = "blends"
     FIELD_KINDS = {"branches": "branches"}
+    EXAMPLE = {"branches": [{"joint": "spine", "depth": 1}]}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
 
