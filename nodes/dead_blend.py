@@ -84,8 +84,6 @@ ST = fields("DeadBlendSt", shown=1, elapsed=1, active=1)
 JOINT = fields("DeadBlendJoint", prev=KFORM, old=KFORM)
 # after the joint blocks: root motion last output, the old motion at the transition (vel, ang each), fading flag
 MOTION = fields("DeadBlendMotion", last=6, old=6, fading=1)
-# numba reads a fields tuple's offsets but not its class's SIZE: the kernels use these.
-ST_SIZE, JOINT_SIZE = ST.SIZE, JOINT.SIZE
 
 
 @njit(cache=True)
@@ -177,11 +175,11 @@ def dead_blend_node(ins, outs, par, st, pose, sig, db, dt):
     inp = slot(pose, ins[IN.pose])
     out = slot(pose, outs[OUT.pose])
     joints = inp[0].shape[0]
-    prev = state_pose(st, ST_SIZE + JOINT.prev * joints, joints)
-    old = state_pose(st, ST_SIZE + JOINT.old * joints, joints)
+    prev = state_pose(st, ST.SIZE + JOINT.prev * joints, joints)
+    old = state_pose(st, ST.SIZE + JOINT.old * joints, joints)
     transition = ins[IN.transition] >= 0 and sig[ins[IN.transition]] > 0.5
     if ins[IN.motion] >= 0:
-        fade_motion(sig, ins[IN.motion], outs[OUT.motion], st[ST_SIZE + JOINT_SIZE * joints:],
+        fade_motion(sig, ins[IN.motion], outs[OUT.motion], st[ST.SIZE + JOINT.SIZE * joints:],
                     transition and st[ST.shown] > 0.5, transition, rate, duration,
                     0.0 if transition else st[ST.elapsed] + dt)
     if transition and st[ST.shown] > 0.5 and duration > 0.0:

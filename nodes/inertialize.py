@@ -59,8 +59,6 @@ ST = fields("InertializeSt", shown=1, elapsed=1, active=1)
 JOINT = fields("InertializeJoint", prev=KFORM, off=OFFSET)
 # after the joint blocks: root motion last output and its offset (vel, ang each)
 MOTION = fields("InertializeMotion", last=6, offset=6)
-# numba reads a fields tuple's offsets but not its class's SIZE: the kernels use these.
-ST_SIZE, JOINT_SIZE = ST.SIZE, JOINT.SIZE
 
 
 # ---------------------------------------------------------------- whole poses (shared by node and op)
@@ -125,12 +123,12 @@ def inertialize_node(ins, outs, par, st, pose, sig, db, dt):
     inp = slot(pose, ins[IN.pose])
     out = slot(pose, outs[OUT.pose])
     joints = inp[0].shape[0]
-    prev = state_pose(st, ST_SIZE + JOINT.prev * joints, joints)
-    at = ST_SIZE + JOINT.off * joints
+    prev = state_pose(st, ST.SIZE + JOINT.prev * joints, joints)
+    at = ST.SIZE + JOINT.off * joints
     off = st[at : at + OFFSET * joints].reshape((joints, OFFSET))
     transition = ins[IN.transition] >= 0 and sig[ins[IN.transition]] > 0.5
     if ins[IN.motion] >= 0:
-        motion_offset(sig, ins[IN.motion], outs[OUT.motion], st[ST_SIZE + JOINT_SIZE * joints:],
+        motion_offset(sig, ins[IN.motion], outs[OUT.motion], st[ST.SIZE + JOINT.SIZE * joints:],
                       transition and st[ST.shown] > 0.5, transition, cubic, length,
                       0.0 if transition else st[ST.elapsed] + dt)
     if transition and st[ST.shown] > 0.5 and length > 0.0:

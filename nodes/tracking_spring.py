@@ -89,8 +89,6 @@ ST = fields("TrackingSpringSt", tracking=1)
 JOINT = fields("TrackingSpringJoint", prev=KFORM, off=OFFSET)
 # other signals, after the header: the last target (value x, rotation q, velocity v) and the offset e, its rate u
 TRACK = fields("TrackingSpringTrack", x=3, q=4, v=3, e=3, u=3)
-# numba reads a fields tuple's offsets but not its class's SIZE: the kernels use these.
-ST_SIZE = ST.SIZE
 
 
 # ---------------------------------------------------------------- channels
@@ -272,13 +270,13 @@ def tracking_spring_node(ins, outs, par, st, pose, sig, db, dt):
     if kind == POSE:
         inp = slot(pose, ins[IN.value])
         joints = inp[0].shape[0]
-        prev = state_pose(st, ST_SIZE + JOINT.prev * joints, joints)
-        at = ST_SIZE + JOINT.off * joints
+        prev = state_pose(st, ST.SIZE + JOINT.prev * joints, joints)
+        at = ST.SIZE + JOINT.off * joints
         off = st[at : at + OFFSET * joints].reshape((joints, OFFSET))
         track_pose(inp, prev, off, first, jump, spring, jump_speed, jump_turn, slot(pose, outs[OUT.value]))
     else:
         limit = jump_turn if kind == QUAT else jump_speed
-        track_signal(sig, ins[IN.value], outs[OUT.value], kind, st[ST_SIZE:], first, jump, spring, limit)
+        track_signal(sig, ins[IN.value], outs[OUT.value], kind, st[ST.SIZE:], first, jump, spring, limit)
     st[ST.tracking] = 1.0
 
 
