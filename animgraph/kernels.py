@@ -62,6 +62,9 @@ def copy_pose(src, dst):
     dst[5][:] = src[5]
 
 
+KFORM = 19  # floats of one kineform stored by ``state_pose``: pos 3, rot 4, scl 3, vel 3, ang 3, svl 3
+
+
 @njit(cache=True)
 def state_pose(st, o, joints):
     """The ``joints`` kineform rows stored flat at ``st[o:]`` (19 floats a joint) as a pose tuple of (J, 3|4) views.

@@ -56,13 +56,12 @@ from animgraph.maths import (
     vsub,
     weighted_rot,
 )
-from animgraph.kernels import copy_pose, state_pose
+from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.stencil import FRAME, STEPS, play
 
-KFORM = 19  # floats of one stored kineform (state_pose layout)
 MAX_TURN = 0.5 * math.pi  # most the extrapolated rotation turns in total (rad)
 
 INPUTS = (

@@ -30,14 +30,13 @@ from pydantic import Field
 
 from animgraph.decay import decay3, decay_weights, kform_extrapolate
 from animgraph.maths import load_kform, store_kform
-from animgraph.kernels import copy_pose, get3, put3, state_pose
+from animgraph.kernels import KFORM, copy_pose, get3, put3, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, fields, port_indices, register, slot
 from animgraph.offsets import OFFSET, apply_offset, joint_offset
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.stencil import FRAME, STEPS, advance, play
 
-KFORM = 19  # floats of one stored kineform (state_pose layout)
 SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
 
 INPUTS = (

@@ -57,7 +57,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
-from animgraph.kernels import get3, put3, read3, state_pose, write3
+from animgraph.kernels import KFORM, get3, put3, read3, state_pose, write3
 from animgraph.limits import SIGNAL_MAX, seconds_field, unit_field
 from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 from animgraph.offsets import OFFSET, joint_offset
@@ -66,7 +66,6 @@ from animgraph.stencil import FRAME, play
 
 SIGNALS = ("scalar", "vec3", "quat", "pose")
 SCALAR, VEC3, QUAT, POSE = range(len(SIGNALS))  # the kernel's code of each signal kind
-KFORM = 19  # floats of one stored kineform (state_pose layout)
 ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
 
