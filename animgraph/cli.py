@@ -285,6 +285,31 @@ def json_text(value):
     return json.dumps(_finite(value), allow_nan=False)
 
 
+# ---------------------------------------------------------------- edit
+
+
+def _args_edit(p):
+    p.add_argument("graph", nargs="?", help="graph file to open (a new .json path starts a new graph to save there; "
+                                            "none: a new graph on the bundled walk clip)")
+    p.add_argument("--screenshot", metavar="PNG", help="open the graph, play --frames frames, write a PNG of the "
+                                                       "whole window and exit (for tests and docs)")
+    p.add_argument("--frames", type=int, default=60, help="frames to play before --screenshot (default 60)")
+
+
+def _cmd_edit(args):
+    try:
+        import dearpygui.dearpygui  # noqa: F401
+    except ImportError:
+        raise AnimgraphError("the editor needs dearpygui: pip install 'animgraph[editor]'") from None
+    if not 0 <= args.frames <= 1_000_000:
+        raise AnimgraphError(f"--frames must be in [0, 1000000], got {args.frames}")
+    if args.screenshot is not None and not args.screenshot.lower().endswith(".png"):
+        raise AnimgraphError(f"--screenshot {args.screenshot!r}: the file name must end in .png")
+    from .editor import app
+
+    return app.main(args.graph, screenshot=args.screenshot, frames=args.frames)
+
+
 # ---------------------------------------------------------------- registry
 
 # (name, one-line help, add_arguments(parser), handler(args) -> exit status)
@@ -297,6 +322,7 @@ COMMANDS = [
      _cmd_demo),
     ("bench", "the benchmark suite (ns per character per frame, compile and start-up times)", _args_bench, _cmd_bench),
     ("verify", "every node's propagated velocities against central differences, as a table", _args_verify, _cmd_verify),
+    ("edit", "open the node editor (needs the [editor] extra and a display)", _args_edit, _cmd_edit),
 ]
 
 

@@ -1,0 +1,429 @@
+"""``animgraph edit``: the editor window, its menus, the edit -> validate -> re-plan -> play loop.
+
+One ``Editor`` holds the ``Document`` (every edit goes through it), the ``GraphView``
+(palette, node editor, inspector) and the ``Viewport`` (preview).  Each drawn frame it:
+re-validates and re-plans when the document's revision changed (tables only: planning
+never compiles), steps the preview, redraws, and writes an autosave once a minute.
+
+The first-run compile happens in a child process (``warmup``): numba holds the GIL
+while compiling, so a thread would freeze the window.  Until the child is done the
+preview says "compiling kernels (first run only)" and the node editor stays usable.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import dearpygui.dearpygui as dpg
+
+from animgraph.errors import AnimgraphError
+
+from . import files, warmup
+from .document import Document
+from .graphview import GraphView
+from .viewport import Viewport
+
+TITLE = "animgraph editor"
+AUTOSAVE_SECONDS = 60.0
+WINDOW = (1640, 960)
+COMPILE_NOTE = "compiling kernels (first run only: about a minute on 2 cores)..."
+
+
+class Editor:
+    """The editor window over one document at a time."""
+
+    def __init__(self, doc, error=None):
+        self.doc = doc
+        self.player = None
+        self.plan = None
+        self.skeleton = None
+        self.problems = []
+        self.seen = None  # the document revision last validated
+        self.kernels = "checking"  # "checking", "compiling", "ready", or an error line
+        self.warm = None
+        self.last_autosave = time.monotonic()
+        self.last_tick = time.monotonic()
+        self.closing = False
+        self.graph_view = GraphView(self)
+        self.view = Viewport(self)
+        self.first_error = error
+
+    # ------------------------------------------------------------ window
+
+    def build(self):
+        dpg.create_context()
+        dpg.create_viewport(title=TITLE, width=WINDOW[0], height=WINDOW[1], disable_close=True)
+        with dpg.window(tag="main"):
+            self._menus()
+            with dpg.group(horizontal=True):
+                with dpg.child_window(width=270, height=-30, tag="left"):
+                    self.graph_view.build_palette("left")
+                    dpg.add_separator()
+                    self.graph_view.build_inspector("left")
+                with dpg.child_window(width=740, height=-30, tag="middle", no_scrollbar=True):
+                    self.graph_view.build_editor("middle", -1, -1)
+                with dpg.child_window(width=-1, height=-30, tag="right"):
+                    self.view.build("right")
+            dpg.add_text("", tag="status")
+        self._dialogs()
+        with dpg.handler_registry():
+            dpg.add_key_press_handler(callback=self._on_key)
+        dpg.set_exit_callback(self.request_close)
+        dpg.setup_dearpygui()
+        dpg.show_viewport()
+        dpg.set_primary_window("main", True)
+        self._update_title()
+
+    def _menus(self):
+        with dpg.menu_bar():
+            with dpg.menu(label="File"):
+                dpg.add_menu_item(label="New", shortcut="Ctrl+N", callback=lambda: self.guard(self.new))
+                dpg.add_menu_item(label="Open...", shortcut="Ctrl+O", callback=lambda: dpg.show_item("open_dialog"))
+                with dpg.menu(label="Open Recent", tag="recent_menu"):
+                    pass
+                dpg.add_menu_item(label="Save", shortcut="Ctrl+S", callback=self.save)
+                dpg.add_menu_item(label="Save As...", callback=lambda: dpg.show_item("save_dialog"))
+                dpg.add_separator()
+                dpg.add_menu_item(label="Quit", callback=self.request_close)
+            with dpg.menu(label="Edit"):
+                dpg.add_menu_item(label="Undo", shortcut="Ctrl+Z", callback=self.undo)
+                dpg.add_menu_item(label="Redo", shortcut="Ctrl+Y", callback=self.redo)
+                dpg.add_menu_item(label="Delete selected", shortcut="Del", callback=self.graph_view.delete_selected)
+
+    def _dialogs(self):
+        for tag, label, cb in (("open_dialog", "Open graph", self._on_open), ("save_dialog", "Save graph as",
+                                                                                 self._on_save_as)):
+            with dpg.file_dialog(label=label, tag=tag, show=False, callback=cb, width=700, height=420,
+                                 default_path=str(self.doc.path.parent if self.doc.path else Path.cwd())):
+                dpg.add_file_extension(".json")
+                dpg.add_file_extension(".*")
+        with dpg.file_dialog(label="Add a BVH clip", tag="bvh_dialog", show=False, width=700, height=420,
+                             callback=lambda s, a: self.graph_view.add_bvh(a["file_path_name"])):
+            dpg.add_file_extension(".bvh")
+            dpg.add_file_extension(".*")
+        with dpg.window(label="Unsaved changes", modal=True, show=False, tag="ask_save", no_close=True, width=420):
+            dpg.add_text("", tag="ask_save_text", wrap=400)
+            with dpg.group(horizontal=True):
+                dpg.add_button(label="Save", width=90, callback=lambda: self._answer("save"))
+                dpg.add_button(label="Discard", width=90, callback=lambda: self._answer("discard"))
+                dpg.add_button(label="Cancel", width=90, callback=lambda: self._answer("cancel"))
+        with dpg.window(label="Autosave found", modal=True, show=False, tag="ask_restore", no_close=True, width=460):
+            dpg.add_text("", tag="ask_restore_text", wrap=440)
+            with dpg.group(horizontal=True):
+                dpg.add_button(label="Restore", width=90, callback=lambda: self._restore(True))
+                dpg.add_button(label="Discard", width=90, callback=lambda: self._restore(False))
+        with dpg.window(label="Error", modal=True, show=False, tag="error_box", width=560):
+            dpg.add_text("", tag="error_text", wrap=540)
+            dpg.add_button(label="OK", width=90, callback=lambda: dpg.hide_item("error_box"))
+
+    def status(self, text, error=False):
+        """One line in the status bar (red for errors)."""
+        if dpg.does_item_exist("status"):
+            dpg.set_value("status", text)
+            dpg.configure_item("status", color=(255, 110, 110) if error else (200, 200, 200))
+
+    def show_error(self, text):
+        self.status(text, error=True)
+        dpg.set_value("error_text", text)
+        dpg.show_item("error_box")
+
+    def _update_title(self):
+        name = self.doc.path.name if self.doc.path else "untitled"
+        dpg.set_viewport_title(f"{'*' if self.doc.dirty else ''}{name} - {TITLE}")
+        dpg.delete_item("recent_menu", children_only=True)
+        for path in files.recent_files():
+            dpg.add_menu_item(label=str(path), parent="recent_menu", user_data=path,
+                              callback=lambda s, a, u: self.guard(lambda: self.open(u)))
+
+    # ------------------------------------------------------------ documents
+
+    def changed(self):
+        """Called after every successful document edit (the loop picks the new revision up)."""
+        self._update_title()
+
+    def set_document(self, doc):
+        self.doc, self.seen = doc, None
+        self.graph_view.selected = None
+        self.graph_view.structure = None
+        self.view.framed = False
+        if doc.path is not None:
+            files.add_recent(doc.path)
+        self._update_title()
+        self._offer_autosave()
+
+    def new(self):
+        self.set_document(Document.new())
+        self.status("new graph on the bundled walk clip")
+
+    def open(self, path):
+        """Open a graph; a bad file shows its one-line error and leaves the current document (and the file) alone."""
+        try:
+            doc = Document.open(path)
+        except (AnimgraphError, OSError) as e:
+            self.show_error(str(e))
+            return False
+        self.set_document(doc)
+        self.status(f"opened {path}")
+        return True
+
+    def save(self, path=None):
+        """Save (atomically); a failure keeps the previous file and says why."""
+        if path is None and self.doc.path is None:
+            dpg.show_item("save_dialog")
+            return False
+        try:
+            self.doc.save(path)
+        except (AnimgraphError, OSError) as e:
+            self.show_error(f"not saved: {e}")
+            return False
+        files.discard_autosave(self.doc.path)
+        files.add_recent(self.doc.path)
+        self._update_title()
+        self.status(f"saved {self.doc.path}")
+        return True
+
+    def _on_open(self, sender, data):
+        self.guard(lambda: self.open(data["file_path_name"]))
+
+    def _on_save_as(self, sender, data):
+        self.save(data["file_path_name"])
+        if self.closing and not self.doc.dirty:
+            dpg.stop_dearpygui()
+
+    def _offer_autosave(self):
+        pending = files.pending_autosave(self.doc.path)
+        if pending is not None:
+            dpg.set_value("ask_restore_text", f"An autosave newer than {self.doc.path or 'the last session'} was "
+                                              f"found:\n{pending}\nRestore it (unsaved), or discard it?")
+            self._pending = pending
+            dpg.show_item("ask_restore")
+
+    def _restore(self, yes):
+        dpg.hide_item("ask_restore")
+        if yes:
+            try:
+                self.doc.restore(self._pending)
+            except (AnimgraphError, OSError) as e:
+                self.show_error(f"autosave not restored: {e}")
+                return
+            self.changed()
+            self.status(f"restored {self._pending} (not saved yet)")
+        else:
+            files.discard_autosave(self.doc.path)
+
+    # ------------------------------------------------------------ unsaved changes
+
+    def guard(self, action):
+        """Run ``action`` now, or after asking to save unsaved changes."""
+        if not self.doc.dirty:
+            action()
+            return
+        self._then = action
+        dpg.set_value("ask_save_text", f"{self.doc.path or 'The new graph'} has unsaved changes.")
+        dpg.show_item("ask_save")
+
+    def request_close(self):
+        self.closing = True
+        self.guard(dpg.stop_dearpygui)
+
+    def _answer(self, what):
+        dpg.hide_item("ask_save")
+        if what == "cancel":
+            self.closing = False
+            return
+        if what == "save" and not self.save():
+            return  # a Save As dialog is open, or saving failed
+        if what == "discard":
+            files.discard_autosave(self.doc.path)
+        self._then()
+
+    def undo(self):
+        if self.doc.undo():
+            self.changed()
+            self.status("undone")
+
+    def redo(self):
+        if self.doc.redo():
+            self.changed()
+            self.status("redone")
+
+    def _on_key(self, sender, key):
+        ctrl = dpg.is_key_down(dpg.mvKey_LControl) or dpg.is_key_down(dpg.mvKey_RControl)
+        if ctrl and key == dpg.mvKey_Z:
+            self.undo()
+        elif ctrl and key == dpg.mvKey_Y:
+            self.redo()
+        elif ctrl and key == dpg.mvKey_S:
+            self.save()
+        elif key == dpg.mvKey_Delete and not dpg.is_item_focused("palette_search"):
+            self.graph_view.delete_selected()
+
+    # ------------------------------------------------------------ kernels
+
+    def start_kernels(self):
+        """Load the compiled executor now if cached; else compile it in a child process."""
+        if warmup.executor_is_cached():
+            self.kernels = "ready"
+        else:
+            self.kernels = "compiling"
+            self.warm = warmup.start()
+
+    def poll_kernels(self):
+        if self.kernels == "compiling" and self.warm.poll() is not None:
+            out = self.warm.stdout.read().strip() if self.warm.stdout else ""
+            if self.warm.returncode == 0:
+                self.kernels, self.seen = "ready", None
+                self.status(out.splitlines()[-1] if out else "kernels ready")
+            else:
+                self.kernels = f"compiling the kernels failed: {out.splitlines()[-1] if out else self.warm.returncode}"
+                self.show_error(self.kernels)
+
+    # ------------------------------------------------------------ the loop
+
+    def revalidate(self):
+        """Validate and re-plan after an edit; a valid plan replaces the preview's (tables only, no compile)."""
+        from animgraph import executor
+        from .player import Player
+
+        result = self.doc.validate(reuse_slots=False)
+        self.problems = result.problems
+        if result.plan is not None:
+            self.plan, self.skeleton = result.plan, result.plan.skeleton
+        self.graph_view.sync(self.problems)
+        if self.problems:
+            p = self.problems[0]
+            self.status(p.text, error=True)
+        elif self.kernels == "ready":
+            self.plan.executor = executor.load()
+            if self.player is None:
+                self.player = Player(self.plan)
+            else:
+                self.player.replan(self.plan)
+            self.view.build_inputs()
+            self.view.refresh_channels()
+        self.seen = self.doc.revision
+        self._update_state()
+
+    def _update_state(self):
+        if self.kernels == "compiling":
+            text = COMPILE_NOTE
+        elif self.kernels != "ready" and self.kernels != "checking":
+            text = self.kernels
+        elif self.problems:
+            text = "preview paused: the graph has a problem (see the red node)"
+        elif self.player is None:
+            text = "waiting for a valid graph"
+        else:
+            text = f"playing {self.doc.path.name if self.doc.path else 'untitled'}"
+        dpg.set_value("preview_state", text)
+
+    def tick(self):
+        """One drawn frame's work."""
+        now = time.monotonic()
+        seconds, self.last_tick = now - self.last_tick, now
+        self.poll_kernels()
+        self.graph_view.poll_moves()
+        if self.seen != self.doc.revision or (self.kernels == "ready" and self.player is None and self.seen != -1):
+            self.revalidate()
+        self.view.advance(min(seconds, 0.25))
+        self.view.draw()
+        self.view.update_plot()
+        self.graph_view.show_problems(self.problems, self._popping())
+        if now - self.last_autosave > AUTOSAVE_SECONDS:
+            self.last_autosave = now
+            try:
+                files.write_autosave(self.doc)
+            except (AnimgraphError, OSError) as e:
+                self.status(f"autosave failed: {e}", error=True)
+
+    def _popping(self):
+        if self.player is not None and self.player.pops:
+            return self.player.pops[-1].node
+        return None
+
+    def run(self):
+        self.start_kernels()
+        if self.first_error:
+            self.show_error(self.first_error)
+        else:
+            self._offer_autosave()
+        while dpg.is_dearpygui_running():
+            self.tick()
+            dpg.render_dearpygui_frame()
+        self.shutdown()
+
+    def shutdown(self):
+        if self.warm is not None and self.warm.poll() is None:
+            self.warm.terminate()
+        if self.doc.dirty:
+            files.write_autosave(self.doc)
+        dpg.destroy_context()
+
+    # ------------------------------------------------------------ screenshots
+
+    def screenshot(self, path, frames, timeout=900.0):
+        """Play ``frames`` frames once the kernels are ready, write a PNG of the whole window and return."""
+        self.start_kernels()
+        deadline = time.monotonic() + timeout
+        while self.kernels != "ready" or self.player is None:
+            if time.monotonic() > deadline or self.kernels not in ("ready", "compiling", "checking"):
+                raise AnimgraphError(f"no preview to screenshot: {self.kernels if self.kernels != 'ready' else ''}"
+                                     f"{self.problems[0].text if self.problems else ''}")
+            self.tick()
+            dpg.render_dearpygui_frame()
+            if self.problems and self.kernels == "ready":
+                raise AnimgraphError(self.problems[0].text)
+        self.view.playing = False
+        for _ in range(frames):
+            self.player.step()
+        for _ in range(3):
+            self.tick()
+            dpg.render_dearpygui_frame()
+        path = Path(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.png")
+        dpg.output_frame_buffer(file=str(tmp))
+        for _ in range(100):  # the frame buffer is written during a later frame
+            dpg.render_dearpygui_frame()
+            if tmp.exists() and tmp.stat().st_size > 0:
+                break
+        if not tmp.exists():
+            raise AnimgraphError(f"{path}: the window's frame buffer could not be written")
+        time.sleep(0.1)
+        os.replace(tmp, path)
+        self.shutdown()
+
+
+def has_display():
+    """Whether a window can be opened (dearpygui aborts the process without one)."""
+    return os.name == "nt" or os.sys.platform == "darwin" or bool(os.environ.get("DISPLAY")
+                                                                   or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(graph=None, screenshot=None, frames=60):
+    """``animgraph edit``: open ``graph`` (or a new one) in the window; with ``screenshot``, play, save a PNG, exit."""
+    error = None
+    if graph is None:
+        doc = Document.new()
+    elif screenshot is not None:
+        doc = Document.open(graph)  # a bad file is the command's one-line error, exit 2
+    elif not Path(graph).exists() and Path(graph).parent.is_dir() and str(graph).endswith(".json"):
+        doc = Document.new()
+        doc.path = Path(graph)  # a new graph, to be saved there
+    else:
+        try:
+            doc = Document.open(graph)
+        except (AnimgraphError, OSError) as e:
+            doc, error = Document.new(), str(e)
+    if not has_display():
+        raise AnimgraphError("the editor needs a display: set DISPLAY, or run it under xvfb-run")
+    editor = Editor(doc, error)
+    editor.build()
+    if screenshot is not None:
+        editor.screenshot(screenshot, frames)
+        return 0
+    if doc.path is not None and error is None:
+        files.add_recent(doc.path)
+    editor.run()
+    return 0

@@ -1,0 +1,54 @@
+"""Filling the compiled-code cache in a separate process, so the editor's window never freezes.
+
+numba holds the GIL while it compiles, so a compile in a thread would stall the UI for
+a minute and more on a first run.  The editor instead starts ``python -m
+animgraph.editor.warmup``, which compiles the executor (and through it every kernel)
+into the on-disk cache, and keeps drawing; once the child exits, loading the executor
+in the editor's own process only reads the cache (a fraction of a second).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from animgraph import cache
+
+
+def executor_is_cached():
+    """Whether the serial executor of this version is in the on-disk cache (so loading it compiles nothing)."""
+    from animgraph import executor
+
+    cache.configure_numba()
+    key = executor.load().KEY
+    root = cache.cache_dir() / "numba"
+    return root.is_dir() and any(root.rglob(f"executor_{key}.run_serial-*.nbc"))
+
+
+def start():
+    """Start the warm-up child process (stdout/stderr to a pipe); returns the ``subprocess.Popen``."""
+    return subprocess.Popen([sys.executable, "-m", "animgraph.editor.warmup"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def compile_executor():
+    """Compile (or load) the serial executor by running one frame of a small graph; returns seconds taken."""
+    import animgraph as ag
+
+    t0 = time.perf_counter()
+    graph = ag.Graph(assets={"walk": "animgraph:walk"},
+                     nodes=[{"id": "walk", "type": "sample", "clip": "walk"}, {"id": "out", "type": "output"}],
+                     links=[["walk.pose", "out.pose"]])
+    ag.compile(graph).instance(parallel=False).step(1 / 60)
+    return time.perf_counter() - t0
+
+
+def main():
+    """Entry of the child process: prints one line with the time taken."""
+    print(f"animgraph editor: kernels ready in {compile_executor():.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
