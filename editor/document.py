@@ -1,0 +1,442 @@
+"""The editor's document: one graph, every edit the UI makes, undo and redo, open and save (no dearpygui here).
+
+Every edit builds the graph's JSON data with the change and validates it as a whole
+(``Graph.from_dict``), so ``Document.graph`` is always a valid ``animgraph.Graph``; a
+refused edit raises ``EditError`` (one line) and changes nothing.  The history holds the
+JSON text of each state (a few kB at these sizes), with the file its relative asset paths
+are anchored to, so undo and redo restore a state exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from animgraph.errors import AnimgraphError, GraphError
+from animgraph.fileio import atomic_write_text
+from animgraph.graph import VERSION, AssetSpec, Graph, parse_json
+from animgraph.node import REGISTRY, Node
+
+from . import links as linkrules
+from .fills import fills, joint_names, read_skeleton
+from .history import History
+from .palette import field_specs
+
+ID_PATTERN = next(m.pattern for m in Node.model_fields["id"].metadata if getattr(m, "pattern", None))
+
+
+class EditError(AnimgraphError):
+    """An edit the document refused, with the one-line reason (the status bar shows it)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem: the node and port it is about (if any), the message, and the full text.
+
+    ``text`` is ``str(GraphError)``: the same words as ``animgraph validate`` prints.
+    """
+
+    node: str | None
+    port: str | None
+    message: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The result of planning the document: the plan (None if it failed), problems, warnings."""
+
+    plan: object
+    problems: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+    @property
+    def ok(self):
+        return self.plan is not None
+
+
+class Document:
+    """A graph being edited: ``graph``, the ``path`` it was opened from or saved to, ``dirty``, ``revision``."""
+
+    def __init__(self, graph, path=None, dirty=False):
+        self.path = Path(path) if path is not None else None
+        self.graph = graph = _settled(graph)
+        self.revision = 0
+        self.history = History(saved=not dirty)
+        self._text = graph.to_json()
+        self._validation = None  # ((revision, kwargs), Validation)
+        self._skeletons = {}  # first asset (name, spec, anchor) -> Skeleton or None
+
+    # ------------------------------------------------------------ files
+
+    @classmethod
+    def new(cls):
+        """The walk clip played in a loop into an output: valid and playable."""
+        data = {
+            "format": "animgraph.graph", "version": VERSION,
+            "assets": {"walk": "animgraph:walk"},
+            "nodes": [{"id": "walk", "type": "sample", "clip": "walk", "loop": True, "root_motion": False},
+                      {"id": "out", "type": "output"}],
+            "links": [["walk.pose", "out.pose"]],
+            "editor": {"positions": {"walk": [40, 40], "out": [320, 40]}},
+        }
+        return cls(Graph.from_dict(data))
+
+    @classmethod
+    def open(cls, path):
+        """The graph file at ``path`` (GraphError, one line, on any bad file; the file is only read)."""
+        return cls(Graph.load(path), path)
+
+    @classmethod
+    def from_graph(cls, graph, path=None, dirty=False):
+        """A document of ``graph`` (its assets anchored at ``path``, re-anchored if the graph came from elsewhere)."""
+        path = Path(path) if path is not None else None
+        if _anchor(graph.path) != _anchor(path):
+            graph = Graph.from_dict(graph.to_dict(base_dir=_anchor(path)), file=path)
+        return cls(graph, path, dirty)
+
+    def save(self, path=None):
+        """Write the graph atomically to ``path`` (default: ``self.path``); EditError saying why if it cannot."""
+        path = Path(path) if path is not None else self.path
+        if path is None:
+            raise EditError("the document has no file yet: save it under a name")
+        try:
+            text = self.graph.to_json(base_dir=_anchor(path))
+            atomic_write_text(path, text)
+        except OSError as e:
+            raise EditError(f"cannot save {path}: {e.strerror or e}") from None
+        self.path = path
+        self._show(Graph.from_dict(parse_json(text, path), file=path))  # relative assets now anchored at path
+        self.history.mark_saved()
+
+    def to_json(self):
+        """The graph file text of the current state (asset paths as anchored)."""
+        return self.graph.to_json()
+
+    @property
+    def dirty(self):
+        """Whether the current state differs from the one last opened or saved."""
+        return self.history.dirty
+
+    # ------------------------------------------------------------ nodes
+
+    def add_node(self, type, node_id=None, pos=(0.0, 0.0), **fields):
+        """Add a node of ``type`` (defaults, its EXAMPLE, fills for required fields, then ``fields``); returns its id."""
+        cls = REGISTRY.get(type)
+        if cls is None:
+            raise EditError(f"unknown node type {type!r} (valid types: {', '.join(sorted(REGISTRY))})")
+        node_id = self._free_id(type) if node_id is None else node_id
+        self._check_new_id(node_id)
+        xy = _xy(pos)
+        entry = {"id": node_id, "type": type, **copy.deepcopy(cls.EXAMPLE)}
+        filled = fills(field_specs(cls, self.joints(), tuple(self.graph.assets)), self.skeleton(), self.joints())
+        entry |= {k: v for k, v in filled.items() if k not in entry and k not in fields} | fields
+        data = self._data()
+        data["nodes"].append(entry)
+        _positions(data)[node_id] = xy
+        self._apply(data)
+        return node_id
+
+    def remove_node(self, node_id):
+        """Remove a node with its links and position."""
+        self._node(node_id)
+        data = self._data()
+        data["nodes"] = [n for n in data["nodes"] if n["id"] != node_id]
+        data["links"] = [ln for ln in data["links"] if node_id not in (_nid(ln[0]), _nid(ln[1]))]
+        _positions(data).pop(node_id, None)
+        self._apply(data)
+
+    def set_field(self, node_id, field, value):
+        """Set one field of a node, validated by its model; links to ports the change removes are dropped."""
+        node = self._node(node_id)
+        fields = type(node).model_fields
+        if field in ("id", "type"):
+            raise EditError(f"node {node_id!r}: {'rename the node' if field == 'id' else 'a node keeps its type'}"
+                            f" instead of setting {field!r}")
+        if field not in fields:
+            raise EditError(f"node {node_id!r} has no field {field!r} (fields: "
+                            f"{', '.join(f for f in fields if f not in ('id', 'type'))})")
+        graph = self._with_field(node, field, value)
+        stale = linkrules.stale_links(graph, node_id)
+        data = graph.to_dict()
+        data["links"] = [ln for ln in data["links"] if tuple(ln) not in set(map(tuple, stale))]
+        self._apply(data)
+
+    def _with_field(self, node, field, value):
+        """The graph with ``node.field = value``; a changed signal kind resets fields that only fit the old kind."""
+        entry = next(n for n in self._data()["nodes"] if n["id"] == node.id)
+        widgets = {s.name: s.widget for s in field_specs(node)}
+        tries = [entry | {field: value}]
+        if widgets[field] == "signal":  # value fields follow the kind; then whatever only the old kind allowed
+            tries.append({k: v for k, v in entry.items() if widgets.get(k) != "value"} | {field: value})
+            keep = {k for k, info in type(node).model_fields.items() if info.is_required()} | {"id", "type"}
+            tries.append({k: v for k, v in entry.items() if k in keep} | {field: value})
+        first = None
+        for attempt in tries:
+            data = self._data()
+            data["nodes"] = [attempt if n["id"] == node.id else n for n in data["nodes"]]
+            try:
+                return self._build(data)
+            except EditError as e:
+                first = first or e
+        raise first
+
+    def move(self, node_id, pos):
+        """Place a node in the editor at ``pos`` (x, y)."""
+        self._node(node_id)
+        data = self._data()
+        _positions(data)[node_id] = _xy(pos)
+        self._apply(data)
+
+    def position(self, node_id):
+        """The editor position (x, y) of a node; (0, 0) if it has none."""
+        xy = self.graph.editor.get("positions", {}).get(node_id)
+        return (float(xy[0]), float(xy[1])) if isinstance(xy, (list, tuple)) and len(xy) == 2 else (0.0, 0.0)
+
+    def rename(self, node_id, new_id):
+        """Give a node a new id; its links and position follow."""
+        self._node(node_id)
+        if new_id == node_id:
+            return
+        self._check_new_id(new_id)
+        data = self._data()
+        for n in data["nodes"]:
+            if n["id"] == node_id:
+                n["id"] = new_id
+        data["links"] = [[_renamed(ref, node_id, new_id) for ref in ln] for ln in data["links"]]
+        positions = _positions(data)
+        if node_id in positions:
+            positions[new_id] = positions.pop(node_id)
+        self._apply(data)
+
+    def ports(self, node_id):
+        """(inputs, outputs) of this node instance: Port tuples (they vary with fields)."""
+        node = self._node(node_id)
+        return tuple(node.inputs()), tuple(node.outputs())
+
+    def field_specs(self, node_id):
+        """palette.field_specs of a node with this document's joints and assets as choices."""
+        return field_specs(self._node(node_id), self.joints(), tuple(self.graph.assets))
+
+    # ------------------------------------------------------------ links
+
+    def can_connect(self, src, dst):
+        """None if the link ``src -> dst`` ('node.port') may be made (replacing a link into dst), else why not."""
+        return linkrules.refusal(self.graph, src, dst)
+
+    def connect(self, src, dst):
+        """Link output ``src`` to input ``dst``, replacing a link into ``dst``; EditError with the reason if refused."""
+        why = self.can_connect(src, dst)
+        if why:
+            raise EditError(why)
+        data = self._data()
+        old = next((i for i, ln in enumerate(data["links"]) if ln[1] == dst), None)
+        if old is None:
+            data["links"].append([src, dst])
+        else:
+            data["links"][old] = [src, dst]
+        self._apply(data)
+
+    def disconnect(self, src, dst):
+        """Remove the link ``src -> dst``."""
+        data = self._data()
+        if [src, dst] not in data["links"]:
+            raise EditError(f"no link {src} -> {dst}")
+        data["links"].remove([src, dst])
+        self._apply(data)
+
+    # ------------------------------------------------------------ assets, description
+
+    def add_asset(self, name, spec):
+        """Add clip asset ``name``: 'animgraph:NAME', a path relative to the graph file, or an AssetSpec/dict."""
+        if not isinstance(name, str) or not name:
+            raise EditError(f"an asset name is a non-empty text, got {name!r}")
+        if name in self.graph.assets:
+            raise EditError(f"asset {name!r} exists already")
+        self._set_asset(name, spec)
+
+    def set_asset(self, name, spec):
+        """Change what clip asset ``name`` reads."""
+        if name not in self.graph.assets:
+            raise EditError(f"no asset {name!r} (assets: {', '.join(self.graph.assets) or 'none'})")
+        self._set_asset(name, spec)
+
+    def _set_asset(self, name, spec):
+        data = self._data()
+        data["assets"][name] = spec.model_dump(exclude_defaults=True) if isinstance(spec, AssetSpec) else spec
+        self._apply(data)
+
+    def remove_asset(self, name):
+        """Remove clip asset ``name``; refused while a node uses it."""
+        if name not in self.graph.assets:
+            raise EditError(f"no asset {name!r} (assets: {', '.join(self.graph.assets) or 'none'})")
+        for node in self.graph.nodes:
+            for spec in field_specs(node):
+                if spec.widget == "clip" and getattr(node, spec.name) == name:
+                    raise EditError(f"asset {name!r} is used by node {node.id!r} field {spec.name!r}")
+        data = self._data()
+        del data["assets"][name]
+        self._apply(data)
+
+    def set_description(self, text):
+        """Set the graph's one-line description."""
+        if not isinstance(text, str):
+            raise EditError(f"a description is text, got {type(text).__name__}")
+        data = self._data()
+        data["description"] = text
+        self._apply(data)
+
+    # ------------------------------------------------------------ undo, redo
+
+    @property
+    def can_undo(self):
+        return self.history.can_undo
+
+    @property
+    def can_redo(self):
+        return self.history.can_redo
+
+    def undo(self):
+        """Go back one edit; False if there is none."""
+        return self._restore(self.history.undo(self._text, self.path))
+
+    def redo(self):
+        """Re-apply the last undone edit; False if there is none."""
+        return self._restore(self.history.redo(self._text, self.path))
+
+    def _restore(self, state):
+        if state is None:
+            return False
+        text, anchor = state
+        graph = Graph.from_dict(parse_json(text), file=anchor)
+        if _anchor(anchor) != _anchor(self.path):  # saved elsewhere since: keep the assets pointing at their files
+            graph = Graph.from_dict(graph.to_dict(base_dir=_anchor(self.path)), file=self.path)
+        self._show(graph)
+        return True
+
+    # ------------------------------------------------------------ validation, skeleton
+
+    def validate(self, **plan_kwargs):
+        """Plan the graph (``make_plan(graph, batch=1, warn=False, **plan_kwargs)``); cached per revision."""
+        key = (self.revision, plan_kwargs)
+        if self._validation is not None and _same_key(self._validation[0], key):
+            return self._validation[1]
+        from animgraph.plan import make_plan
+
+        try:
+            plan = make_plan(self.graph, batch=1, warn=False, **plan_kwargs)
+            result = Validation(plan, [], list(plan.warnings))
+        except GraphError as e:
+            result = Validation(None, [Problem(e.node, e.port, e.message, str(e))])
+        except AnimgraphError as e:
+            result = Validation(None, [Problem(None, None, str(e), str(e))])
+        self._validation = (key, result)
+        return result
+
+    def skeleton(self):
+        """The skeleton of the first asset (the graph's skeleton), or None if there is none or it cannot be read."""
+        if not self.graph.assets:
+            return None
+        name, spec = next(iter(self.graph.assets.items()))
+        key = (name, repr(spec), str(_anchor(self.path)), self.graph.version)
+        if key not in self._skeletons:
+            self._skeletons[key] = read_skeleton(self.graph, name)
+        return self._skeletons[key]
+
+    def joints(self):
+        """Joint names of the skeleton for widgets: the canonical name (e.g. 'left_foot') where there is one."""
+        return joint_names(self.skeleton())
+
+    # ------------------------------------------------------------ internals
+
+    def _node(self, node_id):
+        for n in self.graph.nodes:
+            if n.id == node_id:
+                return n
+        raise EditError(f"no node {node_id!r}")
+
+    def _free_id(self, type):
+        taken = {n.id for n in self.graph.nodes}
+        return next(c for c in (type, *(f"{type}_{k}" for k in range(2, len(taken) + 3))) if c not in taken)
+
+    def _check_new_id(self, node_id):
+        if not isinstance(node_id, str) or not re.match(ID_PATTERN, node_id):
+            raise EditError(f"{node_id!r} is not a node id (a letter or _, then letters, digits or _)")
+        if any(n.id == node_id for n in self.graph.nodes):
+            raise EditError(f"node id {node_id!r} is taken")
+
+    def _data(self):
+        data = self.graph.to_dict()
+        data.setdefault("editor", {})
+        return data
+
+    def _build(self, data):
+        try:
+            return _settled(Graph.from_dict(data, file=self.path))
+        except GraphError as e:
+            where = f"node {e.node!r}" + (f" field {e.port!r}" if e.port else "") + ": " if e.node else ""
+            raise EditError(where + e.message) from None
+
+    def _apply(self, data):
+        """Make ``data`` the current state (one undo step) unless it is invalid (EditError) or changes nothing."""
+        if not data.get("editor", {}).get("positions", True):
+            del data["editor"]["positions"]
+        graph = self._build(data)
+        if graph.to_json() == self._text:
+            return
+        self.history.record(self._text, self.path)
+        self._show(graph)
+
+    def _show(self, graph):
+        self.graph = graph
+        self._text = graph.to_json()
+        self.revision += 1
+
+
+def _settled(graph, tries=4):
+    """``graph`` read back from its own data until that changes nothing, so that a state restored from its text
+    is the same state (a validator that normalizes, e.g. an axis, can move the last digit once more)."""
+    text = graph.to_json()
+    for _ in range(tries):
+        again = Graph.from_dict(graph.to_dict(), file=graph.path)
+        if again.to_json() == text:
+            break
+        graph, text = again, again.to_json()
+    return graph
+
+
+def _anchor(path):
+    """The directory relative asset paths are anchored to: the file's, else the working directory."""
+    return Path(path).resolve().parent if path is not None else Path.cwd().resolve()
+
+
+def _nid(ref):
+    return ref.partition(".")[0]
+
+
+def _renamed(ref, old, new):
+    node, _, port = ref.partition(".")
+    return f"{new}.{port}" if node == old else ref
+
+
+def _positions(data):
+    return data.setdefault("editor", {}).setdefault("positions", {})
+
+
+def _xy(pos):
+    """[x, y] for the file: finite numbers, whole ones written as integers (diff-friendly)."""
+    try:
+        x, y = (float(v) for v in pos)
+    except (TypeError, ValueError):
+        raise EditError(f"a position is two numbers (x, y), got {pos!r}") from None
+    if not (math.isfinite(x) and math.isfinite(y)):
+        raise EditError(f"a position must be finite, got {pos!r}")
+    return [int(v) if v.is_integer() and abs(v) < 2 ** 53 else v for v in (x, y)]
+
+
+def _same_key(a, b):
+    """Same revision and the same plan arguments (compared by identity: they may be clips or arrays)."""
+    return a[0] == b[0] and a[1].keys() == b[1].keys() and all(a[1][k] is b[1][k] for k in a[1])
