@@ -292,6 +292,29 @@ class Instance:
             self.sig[:, off:off + len(block)] = block
         self.nodes[node_id] = new
 
+    def port(self, node_id, port):
+        """A view of output ``port`` of node ``node_id`` after the last step: a Pose, or the float64 signal block.
+
+        Shapes as ``step``'s outputs.  A pose output of a node other than a graph output is
+        only readable in a debug plan (``compile(..., reuse_slots=False)``): otherwise its
+        slot may hold another node's pose by now.
+        """
+        plan, file = self.plan, self.plan.file
+        if node_id not in plan.nodes:
+            raise GraphError("not a scheduled node of this plan", node_id, port, file)
+        ports = plan.checked.outputs[node_id]
+        if port not in ports:
+            raise GraphError(f"unknown output port {port!r} (outputs: {', '.join(ports) or 'none'})",
+                             node_id, port, file)
+        loc, kind = plan.located[(node_id, port)], ports[port].signal
+        if kind != "pose":
+            n = SIGNAL_SIZE[kind]
+            return self.sig[0, loc:loc + n] if self.batch == 1 else self.sig[:, loc:loc + n]
+        if plan.reuse_slots and node_id not in plan.outputs:
+            raise GraphError("this pose slot is reused within the frame: compile with reuse_slots=False to read it",
+                             node_id, port, file)
+        return _pose_view(self.pose, loc, self.batch)
+
     # ------------------------------------------------------------ snapshots
 
     def save_state(self):
