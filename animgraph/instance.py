@@ -323,7 +323,7 @@ class Instance:
                      dict(self.nodes))
 
     def load_state(self, state):
-        """Restore a ``save_state`` snapshot of this plan in place (output views stay valid); steps then repeat exactly."""
+        """Restore a ``save_state`` snapshot of this plan in place (output views stay valid): steps repeat exactly."""
         if not isinstance(state, State):
             raise GraphError(f"load_state takes what save_state returned, got {type(state).__name__}",
                              file=self.plan.file)
