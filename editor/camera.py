@@ -65,7 +65,7 @@ class OrbitCamera:
     # ------------------------------------------------------------ mouse
 
     def orbit(self, dx, dy):
-        """Turn about the target by a mouse drag of (dx, dy) pixels: right turns the view left, down looks from higher."""
+        """Turn about the target by a drag of (dx, dy) pixels: right turns the view left, down looks from higher."""
         self.yaw -= dx * self.orbit_speed
         self.pitch = min(max(self.pitch + dy * self.orbit_speed, -PITCH_MAX), PITCH_MAX)
 
