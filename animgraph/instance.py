@@ -21,6 +21,7 @@ applies to every character, an array with a leading axis of length B sets each.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -58,6 +59,18 @@ def _pose_view(arrays, slot, batch):
     for name, a in zip(("pos", "rot", "scl", "vel", "ang", "svl"), arrays):
         setattr(pose, name, a[0, slot] if batch == 1 else a[:, slot])
     return pose
+
+
+@dataclass(frozen=True, eq=False)
+class State:
+    """A snapshot from ``Instance.save_state``: copies of every buffer that persists between frames."""
+
+    plan: object  # the plan whose layout the buffers follow
+    chars: np.ndarray  # signals (inputs included) then node state, per character
+    vecs: np.ndarray  # pose slots: pos scl vel ang svl
+    rots: np.ndarray  # pose slots: rot
+    par: np.ndarray  # parameters (set_param writes them)
+    nodes: dict  # node models by id (set_param replaces them)
 
 
 class Instance:
@@ -278,6 +291,53 @@ class Instance:
         for off, block in updates:
             self.sig[:, off:off + len(block)] = block
         self.nodes[node_id] = new
+
+    def port(self, node_id, port):
+        """A view of output ``port`` of node ``node_id`` after the last step: a Pose, or the float64 signal block.
+
+        Shapes as ``step``'s outputs.  A pose output of a node other than a graph output is
+        only readable in a debug plan (``compile(..., reuse_slots=False)``): otherwise its
+        slot may hold another node's pose by now.
+        """
+        plan, file = self.plan, self.plan.file
+        if node_id not in plan.nodes:
+            raise GraphError("not a scheduled node of this plan", node_id, port, file)
+        ports = plan.checked.outputs[node_id]
+        if port not in ports:
+            raise GraphError(f"unknown output port {port!r} (outputs: {', '.join(ports) or 'none'})",
+                             node_id, port, file)
+        loc, kind = plan.located[(node_id, port)], ports[port].signal
+        if kind != "pose":
+            n = SIGNAL_SIZE[kind]
+            return self.sig[0, loc:loc + n] if self.batch == 1 else self.sig[:, loc:loc + n]
+        if plan.reuse_slots and node_id not in plan.outputs:
+            raise GraphError("this pose slot is reused within the frame: compile with reuse_slots=False to read it",
+                             node_id, port, file)
+        return _pose_view(self.pose, loc, self.batch)
+
+    # ------------------------------------------------------------ snapshots
+
+    def save_state(self):
+        """A snapshot of everything the next step reads (signals, inputs, state, pose slots, parameters)."""
+        return State(self.plan, self.chars.copy(), self.vecs.copy(), self.rots.copy(), self.par.copy(),
+                     dict(self.nodes))
+
+    def load_state(self, state):
+        """Restore a ``save_state`` snapshot of this plan in place (output views stay valid): steps repeat exactly."""
+        if not isinstance(state, State):
+            raise GraphError(f"load_state takes what save_state returned, got {type(state).__name__}",
+                             file=self.plan.file)
+        if state.plan is not self.plan:
+            raise GraphError("load_state: the state was saved from another plan (compile again means a new state)",
+                             file=self.plan.file)
+        pairs = ((self.chars, state.chars), (self.vecs, state.vecs), (self.rots, state.rots), (self.par, state.par))
+        for mine, saved in pairs:
+            if mine.shape != saved.shape:
+                raise GraphError(f"load_state: a state of layout {saved.shape} does not fit {mine.shape}",
+                                 file=self.plan.file)
+        for mine, saved in pairs:  # checked first: a refused state changes nothing
+            np.copyto(mine, saved)
+        self.nodes = dict(state.nodes)
 
     def reset(self, time=0.0, characters=None):
         """Set every node's state as at ``time`` seconds (scalar, or one per character) for the characters given (all).

@@ -4,7 +4,9 @@
   ranges of its port locators, parameters and state (see ``animgraph.executor``);
 - pose slots reused by liveness (a slot is free after its last reader has run; an
   op never writes a slot it reads; the slots of graph outputs are never reused, so
-  they still hold last frame's result between steps);
+  they still hold last frame's result between steps); a debug plan
+  (``reuse_slots=False``) gives every pose output a slot of its own, so that every
+  node's output stays readable after a step (``Plan.located``, ``Instance.port``);
 - a signal buffer layout: one block per signal output, one constant block per
   unlinked signal input whose node has a field of the same name (-1 otherwise);
 - parameters float64, shared by the characters; state float64 per character;
@@ -85,6 +87,8 @@ class Plan:
     ctx: PlanContext
     checked: object
     executor: object = None
+    located: dict = field(default_factory=dict)  # (node id, output port) -> pose slot or signal offset
+    reuse_slots: bool = True  # False: no pose slot is shared, every node's output survives the step
     _state_layout: list = field(default_factory=list)  # (id, start, stop) per op
 
     @property
@@ -332,8 +336,11 @@ def _table(ops, io, parents, n_sig, slots, joints, frames):
     return np.ascontiguousarray(np.concatenate([head, ops.ravel(), io, parents]), dtype=np.int64)
 
 
-def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
-    """Check ``graph`` and lay out its tables for ``batch`` characters (no compiling)."""
+def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots=True):
+    """Check ``graph`` and lay out its tables for ``batch`` characters (no compiling).
+
+    ``reuse_slots=False``: a debug plan, where no two pose outputs share a slot.
+    """
     if not isinstance(graph, Graph):
         raise GraphError(f"make_plan: graph must be a Graph, got {type(graph).__name__}")
     if not (isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and 1 <= batch <= MAX_BATCH):
@@ -357,6 +364,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
             if src is not None and port.signal == "pose":
                 last_read[src] = i
     sinks = {nid for nid in order if getattr(nodes[nid], "GRAPH_OUTPUT", False)}
+    kept = sinks if reuse_slots else set(order)  # nodes whose pose slots are never given back
 
     slots, located = _Slots(), {}
     ops, io, par_parts, sig_parts = [], [], [], []
@@ -392,10 +400,10 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
         row.append(len(io))
         # Free what this op was the last to read, and its pose outputs nobody reads.
         for src, last in last_read.items():
-            if last == i and src[0] not in sinks:
+            if last == i and src[0] not in kept:
                 slots.give(located[src])
         for name, port in checked.outputs[nid].items():
-            if port.signal == "pose" and (nid, name) not in last_read and nid not in sinks:
+            if port.signal == "pose" and (nid, name) not in last_read and nid not in kept:
                 slots.give(located[(nid, name)])
 
         p = _call(node, "params", ctx, file)
@@ -455,5 +463,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True):
         warnings=checked.warnings,
         ctx=ctx,
         checked=checked,
+        located=dict(located),
+        reuse_slots=bool(reuse_slots),
         _state_layout=state_layout,
     )

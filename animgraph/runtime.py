@@ -14,11 +14,12 @@ from .instance import PARALLEL_MIN_BATCH, Instance  # noqa: F401 (public names)
 from .plan import make_plan
 
 
-def compile(graph, batch=1, assets=None, skeleton=None):  # noqa: A001 (the public name)
+def compile(graph, batch=1, assets=None, skeleton=None, reuse_slots=True):  # noqa: A001 (the public name)
     """Check and plan ``graph`` (a Graph or a path) for ``batch`` characters and load the executor.
 
     ``assets`` maps asset names to in-memory clips (``Clip`` or ``(Skeleton, Clip)``), overriding or
     adding to the graph's; ``skeleton`` gives the skeleton of a graph without clip assets.
+    ``reuse_slots=False`` makes a debug plan: every node's output stays readable (``Instance.port``).
     Raises GraphError naming file, node and port.
     """
     if isinstance(graph, (str, Path)):
@@ -26,7 +27,7 @@ def compile(graph, batch=1, assets=None, skeleton=None):  # noqa: A001 (the publ
     if not isinstance(graph, Graph):
         raise GraphError(f"compile: graph must be a Graph or a path, got {type(graph).__name__}")
     _check_assets(assets, skeleton, graph.path)
-    plan = make_plan(graph, batch, assets=assets, skeleton=skeleton)
+    plan = make_plan(graph, batch, assets=assets, skeleton=skeleton, reuse_slots=reuse_slots)
     from . import executor
 
     plan.executor = executor.load()
