@@ -27,7 +27,10 @@ from .viewport import Viewport
 
 TITLE = "animgraph editor"
 AUTOSAVE_SECONDS = 60.0
-WINDOW = (1640, 960)
+WINDOW = (1800, 1000)  # pixels; the panes below keep their size, the node editor takes the rest
+LEFT = 250  # palette, details and assets
+PREVIEW_HEIGHT = 420  # the row under the node editor: 3D view, controls, plot
+VIEW_WIDTH, CONTROLS_WIDTH = 580, 470
 COMPILE_NOTE = "compiling kernels (first run only: about a minute on 2 cores)..."
 
 
@@ -58,14 +61,19 @@ class Editor:
         with dpg.window(tag="main"):
             self._menus()
             with dpg.group(horizontal=True):
-                with dpg.child_window(width=270, height=-30, tag="left"):
+                with dpg.child_window(width=LEFT, height=-30, tag="left"):
                     self.graph_view.build_palette("left")
                     dpg.add_separator()
                     self.graph_view.build_inspector("left")
-                with dpg.child_window(width=740, height=-30, tag="middle", no_scrollbar=True):
-                    self.graph_view.build_editor("middle", -1, -1)
-                with dpg.child_window(width=-1, height=-30, tag="right"):
-                    self.view.build("right")
+                with dpg.child_window(width=-1, height=-30, tag="right", no_scrollbar=True):
+                    self.graph_view.build_editor("right", -1, -PREVIEW_HEIGHT)
+                    with dpg.group(horizontal=True):
+                        with dpg.child_window(width=VIEW_WIDTH, height=-1, tag="view_pane", no_scrollbar=True):
+                            self.view.build_view("view_pane")
+                        with dpg.child_window(width=CONTROLS_WIDTH, height=-1, tag="controls_pane"):
+                            self.view.build_controls("controls_pane")
+                        with dpg.child_window(width=-1, height=-1, tag="plot_pane"):
+                            self.view.build_plot("plot_pane")
             dpg.add_text("", tag="status")
         self._dialogs()
         with dpg.handler_registry():
@@ -91,6 +99,7 @@ class Editor:
                 dpg.add_menu_item(label="Undo", shortcut="Ctrl+Z", callback=self.undo)
                 dpg.add_menu_item(label="Redo", shortcut="Ctrl+Y", callback=self.redo)
                 dpg.add_menu_item(label="Delete selected", shortcut="Del", callback=self.graph_view.delete_selected)
+                dpg.add_menu_item(label="Arrange nodes", callback=self.arrange)
 
     def _dialogs(self):
         for tag, label, cb in (("open_dialog", "Open graph", self._on_open), ("save_dialog", "Save graph as",
@@ -143,7 +152,7 @@ class Editor:
         """Called after every successful document edit (the loop picks the new revision up)."""
         self._update_title()
 
-    def set_document(self, doc):
+    def set_document(self, doc, offer=True):
         self.doc, self.seen = doc, None
         self.graph_view.selected = None
         self.graph_view.structure = None
@@ -151,7 +160,8 @@ class Editor:
         if doc.path is not None:
             files.add_recent(doc.path)
         self._update_title()
-        self._offer_autosave()
+        if offer:
+            self._offer_autosave()
 
     def new(self):
         self.set_document(Document.new())
@@ -204,12 +214,13 @@ class Editor:
         dpg.hide_item("ask_restore")
         if yes:
             try:
-                self.doc.restore(self._pending)
+                doc = files.restore_autosave(self.doc.path)
             except (AnimgraphError, OSError) as e:
                 self.show_error(f"autosave not restored: {e}")
                 return
-            self.changed()
-            self.status(f"restored {self._pending} (not saved yet)")
+            if doc is not None:
+                self.set_document(doc, offer=False)
+                self.status(f"restored {self._pending} (not saved yet)")
         else:
             files.discard_autosave(self.doc.path)
 
@@ -238,6 +249,13 @@ class Editor:
         if what == "discard":
             files.discard_autosave(self.doc.path)
         self._then()
+
+    def arrange(self):
+        """Place every node by dependency depth (one undo step)."""
+        from .layout import arrange
+
+        if self.graph_view.act("move_many", arrange(self.doc.graph, self.doc.ports))[0]:
+            self.status("nodes arranged")
 
     def undo(self):
         if self.doc.undo():
@@ -381,6 +399,8 @@ class Editor:
         for _ in range(3):
             self.tick()
             dpg.render_dearpygui_frame()
+        self.view.update_plot(True)
+        dpg.render_dearpygui_frame()
         path = Path(path)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.png")
         dpg.output_frame_buffer(file=str(tmp))
@@ -392,6 +412,9 @@ class Editor:
             raise AnimgraphError(f"{path}: the window's frame buffer could not be written")
         time.sleep(0.1)
         os.replace(tmp, path)
+        (x, y), (w, h) = dpg.get_item_rect_min("view3d"), dpg.get_item_rect_size("view3d")
+        print(f"animgraph edit: wrote {path} at frame {self.player.frame}; 3D view at x={x} y={y} size {w}x{h}",
+              flush=True)
         self.shutdown()
 
 
@@ -409,8 +432,7 @@ def main(graph=None, screenshot=None, frames=60):
     elif screenshot is not None:
         doc = Document.open(graph)  # a bad file is the command's one-line error, exit 2
     elif not Path(graph).exists() and Path(graph).parent.is_dir() and str(graph).endswith(".json"):
-        doc = Document.new()
-        doc.path = Path(graph)  # a new graph, to be saved there
+        doc = Document.from_graph(Document.new().graph, Path(graph), dirty=True)  # a new graph, to be saved there
     else:
         try:
             doc = Document.open(graph)

@@ -191,6 +191,14 @@ class Document:
         _positions(data)[node_id] = _xy(pos)
         self._apply(data)
 
+    def move_many(self, positions):
+        """Place several nodes at once, ``{id: (x, y)}``: one undo step (the editor's Arrange)."""
+        data = self._data()
+        for node_id, pos in positions.items():
+            self._node(node_id)
+            _positions(data)[node_id] = _xy(pos)
+        self._apply(data)
+
     def position(self, node_id):
         """The editor position (x, y) of a node; (0, 0) if it has none."""
         xy = self.graph.editor.get("positions", {}).get(node_id)

@@ -253,12 +253,10 @@ class GraphView:
             return
         node = self.doc.graph.node(nid)
         parent = "inspector"
-        dpg.add_text(f"{node.type}: {type(node).DOC or type(node).__doc__ or ''}".strip(), wrap=240, parent=parent)
+        dpg.add_text(f"{node.type}: {palette.doc(node.type)}", wrap=240, parent=parent)
         dpg.add_input_text(label="id", default_value=nid, on_enter=True, parent=parent, width=150,
                            callback=lambda s, a: self._rename(nid, a))
-        skel = self.editor.skeleton
-        names = tuple(skel.names) if skel is not None else ()
-        for spec in palette.field_specs(node, names, tuple(self.doc.graph.assets)):
+        for spec in self.doc.field_specs(nid):
             self._field_widget(parent, nid, spec, getattr(node, spec.name))
         dpg.add_button(label="delete node", parent=parent, callback=lambda: self.act("remove_node", nid))
 

@@ -14,7 +14,8 @@ import dearpygui.dearpygui as dpg
 
 from .camera import OrbitCamera
 
-WIDTH, HEIGHT = 560, 420
+WIDTH, HEIGHT = 560, 380
+TIMELINE = 380  # pixels
 ARROW_SECONDS = 0.1  # a velocity arrow is the distance covered in this time
 SPEEDS = ("0.1x", "0.25x", "0.5x", "1x", "2x")
 MAX_STEPS_PER_TICK = 4  # playback never falls further behind than this per drawn frame
@@ -41,30 +42,10 @@ class Viewport:
 
     # ------------------------------------------------------------ layout
 
-    def build(self, parent):
-        with dpg.group(parent=parent):
-            dpg.add_text("", tag="preview_state")
-            dpg.add_drawlist(WIDTH, HEIGHT, tag="view3d")
-            with dpg.group(horizontal=True):
-                dpg.add_button(label="pause", tag="play_button", width=60, callback=self.toggle_play)
-                dpg.add_button(label="step", width=50, callback=self.step_once)
-                dpg.add_button(label="reset", width=50, callback=self.reset)
-                dpg.add_combo(SPEEDS, default_value="1x", width=70, callback=lambda s, a: self._speed(a))
-                dpg.add_checkbox(label="velocities", tag="show_vel", default_value=False)
-                dpg.add_checkbox(label="follow", tag="follow", default_value=True)
-            dpg.add_slider_int(label="frame", tag="timeline", width=WIDTH - 60, min_value=0, max_value=1,
-                               callback=lambda s, a: self.seek(a))
-            dpg.add_drawlist(WIDTH - 60, 10, tag="pop_marks")
-            dpg.add_text("", tag="pop_text", wrap=WIDTH, color=(255, 170, 60))
-            dpg.add_text("Inputs")
-            dpg.add_group(tag="inputs")
-            with dpg.group(horizontal=True):
-                for k in range(3):
-                    dpg.add_combo([], width=180, tag=f"channel_{k}", callback=lambda s, a: self.update_plot(True))
-            with dpg.plot(height=170, width=WIDTH, tag="plot"):
-                dpg.add_plot_legend()
-                dpg.add_plot_axis(dpg.mvXAxis, label="frame", tag="plot_x")
-                dpg.add_plot_axis(dpg.mvYAxis, tag="plot_y")
+    def build_view(self, parent):
+        """The 3D view and what it is showing."""
+        dpg.add_text("", tag="preview_state", parent=parent)
+        dpg.add_drawlist(WIDTH, HEIGHT, tag="view3d", parent=parent)
         with dpg.handler_registry():
             dpg.add_mouse_drag_handler(button=dpg.mvMouseButton_Left, threshold=1, callback=self._on_drag,
                                        user_data="orbit")
@@ -72,6 +53,36 @@ class Viewport:
                                        user_data="pan")
             dpg.add_mouse_release_handler(callback=lambda: setattr(self, "drag", None))
             dpg.add_mouse_wheel_handler(callback=self._on_wheel)
+
+    def build_controls(self, parent):
+        """Transport, timeline with pop marks, and the graph's inputs."""
+        with dpg.group(parent=parent):
+            with dpg.group(horizontal=True):
+                dpg.add_button(label="pause", tag="play_button", width=60, callback=self.toggle_play)
+                dpg.add_button(label="step", width=50, callback=self.step_once)
+                dpg.add_button(label="reset", width=50, callback=self.reset)
+                dpg.add_combo(SPEEDS, default_value="1x", width=70, callback=lambda s, a: self._speed(a))
+            with dpg.group(horizontal=True):
+                dpg.add_checkbox(label="velocities", tag="show_vel", default_value=False)
+                dpg.add_checkbox(label="follow", tag="follow", default_value=True)
+            dpg.add_slider_int(label="frame", tag="timeline", width=TIMELINE, min_value=0, max_value=1,
+                               callback=lambda s, a: self.seek(a))
+            dpg.add_drawlist(TIMELINE, 10, tag="pop_marks")
+            dpg.add_text("", tag="pop_text", wrap=TIMELINE + 40, color=(255, 170, 60))
+            dpg.add_separator()
+            dpg.add_text("Inputs")
+            dpg.add_group(tag="inputs")
+
+    def build_plot(self, parent):
+        """Up to three channels over time."""
+        with dpg.group(parent=parent):
+            with dpg.group(horizontal=True):
+                for k in range(3):
+                    dpg.add_combo([], width=150, tag=f"channel_{k}", callback=lambda s, a: self.update_plot(True))
+            with dpg.plot(height=-1, width=-1, tag="plot"):
+                dpg.add_plot_legend()
+                dpg.add_plot_axis(dpg.mvXAxis, label="frame", tag="plot_x")
+                dpg.add_plot_axis(dpg.mvYAxis, tag="plot_y")
 
     # ------------------------------------------------------------ transport
 
@@ -129,14 +140,14 @@ class Viewport:
                                         callback=lambda s, a, u: self.player.set_input(u, bool(a)))
             elif kind == "int":
                 item = dpg.add_slider_int(label=nid, default_value=int(value or 0), min_value=int(low),
-                                          max_value=int(high), parent="inputs", user_data=nid, callback=cb, width=300)
+                                          max_value=int(high), parent="inputs", user_data=nid, callback=cb, width=TIMELINE - 120)
             elif kind == "scalar":
                 item = dpg.add_slider_float(label=nid, default_value=float(value or 0.0), min_value=low,
-                                            max_value=high, parent="inputs", user_data=nid, callback=cb, width=300)
+                                            max_value=high, parent="inputs", user_data=nid, callback=cb, width=TIMELINE - 120)
             elif kind == "vec3":
                 v = list(value) if value is not None else [0.0, 0.0, 0.0]
                 item = dpg.add_slider_floatx(label=nid, default_value=v, size=3, min_value=low, max_value=high,
-                                             parent="inputs", user_data=nid, width=300,
+                                             parent="inputs", user_data=nid, width=TIMELINE - 120,
                                              callback=lambda s, a, u: self.player.set_input(u, list(a[:3])))
             else:
                 item = dpg.add_text(f"{nid}: {kind} input (set from code)", parent="inputs")
@@ -247,7 +258,7 @@ class Viewport:
         dpg.configure_item("timeline", max_value=last)
         dpg.set_value("timeline", player.frame)
         dpg.delete_item("pop_marks", children_only=True)
-        w = WIDTH - 60
+        w = TIMELINE
         for pop in player.pops:
             x = 8 + (w - 16) * pop.frame / last
             dpg.draw_line((x, 0), (x, 10), color=(255, 80, 60), thickness=2, parent="pop_marks")
@@ -282,17 +293,23 @@ class Viewport:
             if dpg.does_item_exist(s):
                 dpg.delete_item(s)
         self.series = []
+        low, high, first, last = np.inf, -np.inf, self.player.frame, self.player.frame + 1
         for k in range(3):
             name = dpg.get_value(f"channel_{k}")
             if not name or name == "(none)":
                 continue
-            y = np.asarray(self.player.history(name), dtype=np.float64).reshape(len(self.player.history(name)), -1)
+            y = np.asarray(self.player.history(name), dtype=np.float64)
             if len(y) == 0:
                 continue
-            x = np.arange(self.player.frame - len(y) + 1, self.player.frame + 1, dtype=np.float64)
+            y = y.reshape(len(y), -1)
+            x = np.arange(self.player.first, self.player.first + len(y), dtype=np.float64)
             self.series.append(dpg.add_line_series(list(x), list(y[:, 0]), label=name, parent="plot_y"))
-        dpg.fit_axis_data("plot_x")
-        dpg.fit_axis_data("plot_y")
+            low, high = min(low, float(np.min(y[:, 0]))), max(high, float(np.max(y[:, 0])))
+            first = min(first, int(x[0]))
+        if np.isfinite(low):  # explicit limits: implot fits data only after it has drawn it once
+            pad = 0.05 * (high - low) + 1e-3
+            dpg.set_axis_limits("plot_x", first, max(last, first + 1))
+            dpg.set_axis_limits("plot_y", low - pad, high + pad)
 
 
 def _range(node, value):

@@ -24,7 +24,7 @@ def missing(reason):
     pytest.skip(reason)
 
 
-def start_xvfb(size="1700x1000x24"):
+def start_xvfb(size="1920x1080x24"):
     """(process, ':N') of a new Xvfb server on a free display number, or (None, reason)."""
     if shutil.which("Xvfb") is None:
         return None, "no display: DISPLAY is unset and Xvfb is not installed (run .ci/install-display)"

@@ -92,5 +92,52 @@ def _signal(doc, pin):
     return next((p.signal for p in (ins if kind == "in" else outs) if p.name == port), None)
 
 
+def pops(graph):
+    """Switch a select without a transition while playing: the pop finder names it and the editor marks it."""
+    editor = Editor(Document.open(graph))
+    editor.build()
+    editor.start_kernels()
+    while editor.player is None:
+        frames(editor, 1)
+    editor.view.playing = False
+    for _ in range(20):
+        editor.player.step()
+    switched = editor.player.frame + 1
+    editor.player.set_input("clip", 2)
+    for _ in range(5):
+        editor.player.step()
+    frames(editor, 2)
+    result = {"switched": switched, "pops": [[p.frame, p.node] for p in editor.player.pops], "marked": sorted(editor.graph_view.marked),
+              "timeline": dpg.get_value("pop_text")}
+    editor.shutdown()
+    print(json.dumps(result))
+
+
+def compiling(graph):
+    """A slow compile in the child process: the window keeps drawing and says it is compiling."""
+    import subprocess
+
+    from animgraph.editor import warmup
+
+    warmup.executor_is_cached = lambda: False
+    warmup.start = lambda: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"],
+                                            stdout=subprocess.PIPE, text=True)
+    editor = Editor(Document.open(graph))
+    editor.build()
+    editor.start_kernels()
+    drawn, said = 0, set()
+    while editor.kernels == "compiling":
+        frames(editor, 1)
+        drawn += 1
+        said.add(dpg.get_value("preview_state"))
+    frames(editor, 3)
+    ok, node_id = editor.graph_view.act("add_node", "blend")  # the editor works meanwhile and after
+    result = {"drawn": drawn, "said": sorted(said), "kernels": editor.kernels, "player": editor.player is not None,
+              "added": ok}
+    editor.shutdown()
+    print(json.dumps(result))
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    mode, args = sys.argv[1], sys.argv[2:]
+    {"links": main, "pops": pops, "compiling": compiling}[mode](*args)
