@@ -38,6 +38,7 @@ class GraphView:
         self.pins = {}  # attribute item -> (node id, port name, "in"|"out")
         self.links = {}  # link item -> (src, dst)
         self.errors = {}  # node id -> error text item
+        self.tips = {}  # node id -> tooltip shown while the node has a problem
         self.structure = None
         self.selected = None
         self.marked = set()  # node ids drawn as in error or popping
@@ -159,7 +160,7 @@ class GraphView:
 
     def rebuild(self):
         dpg.delete_item("node_editor", children_only=True)
-        self.nodes, self.pins, self.links, self.errors, self.marked = {}, {}, {}, {}, set()
+        self.nodes, self.pins, self.links, self.errors, self.tips, self.marked = {}, {}, {}, {}, {}, set()
         by_port = {}
         for node in self.doc.graph.nodes:
             ins, outs = self.doc.ports(node.id)
@@ -180,6 +181,9 @@ class GraphView:
                     by_port[(node.id, port.name, kind)] = attr
                 with dpg.node_attribute(attribute_type=dpg.mvNode_Attr_Static):
                     self.errors[node.id] = dpg.add_text("", color=(255, 110, 110), wrap=260, show=False)
+                    with dpg.tooltip(self.errors[node.id]) as tip:  # a node itself cannot carry a tooltip
+                        dpg.add_text("", wrap=420)
+                    self.tips[node.id] = tip
             self.nodes[node.id] = item
         for src, dst in self.doc.graph.links:
             (sn, sp), (dn, dp) = src.split("."), dst.split(".")
@@ -226,8 +230,10 @@ class GraphView:
                 dpg.bind_item_theme(item, self._title_theme(POP_TITLE))
             elif nid in self.marked:
                 dpg.bind_item_theme(item, 0)
-            dpg.set_value(self.errors[nid], text.get(nid, ""))
-            dpg.configure_item(self.errors[nid], show=nid in text)
+            if dpg.get_value(self.errors[nid]) != text.get(nid, ""):
+                dpg.set_value(self.errors[nid], text.get(nid, ""))
+                dpg.configure_item(self.errors[nid], show=nid in text)
+                dpg.set_value(dpg.get_item_children(self.tips[nid], 1)[0], text.get(nid, ""))
         self.marked = marked
 
     def poll_moves(self):

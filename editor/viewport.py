@@ -63,7 +63,7 @@ class Viewport:
                 dpg.add_button(label="reset", width=50, callback=self.reset)
                 dpg.add_combo(SPEEDS, default_value="1x", width=70, callback=lambda s, a: self._speed(a))
             with dpg.group(horizontal=True):
-                dpg.add_checkbox(label="velocities", tag="show_vel", default_value=False)
+                dpg.add_checkbox(label="velocities", tag="show_vel", default_value=True)
                 dpg.add_checkbox(label="follow", tag="follow", default_value=True)
             dpg.add_slider_int(label="frame", tag="timeline", width=TIMELINE, min_value=0, max_value=1,
                                callback=lambda s, a: self.seek(a))
@@ -193,12 +193,12 @@ class Viewport:
         self._grid(pos[0] if len(pos) else np.zeros(3))
         self._polyline(player.trail, (90, 140, 220))
         self._skeleton(pos, player.parents)
-        if dpg.get_value("show_vel"):
-            self._arrows(pos, player.vel, (80, 220, 120))
-            if player.fd is not None and player.prev_vel is not None:
-                fd_pos, fd_vel = player.fd
-                self._arrows(fd_pos, player.prev_vel, (80, 220, 120), thin=True)
-                self._arrows(fd_pos, fd_vel, (240, 150, 40), thin=True)
+        if dpg.get_value("show_vel") and player.fd is not None and player.prev_vel is not None:
+            fd_pos, fd_vel = player.fd  # frame t-1: its central difference needs frame t
+            self._arrows(fd_pos, player.prev_vel, (80, 220, 120), thickness=3)
+            self._arrows(fd_pos, fd_vel, (240, 150, 40), thickness=1)
+            dpg.draw_text((8, HEIGHT - 20), "velocity at the previous frame: propagated (green), "
+                          "central difference (orange)", size=13, parent="view3d", color=(170, 170, 170))
         dpg.draw_text((8, 6), f"frame {player.frame}   t = {player.time:.2f} s", size=14, parent="view3d",
                       color=(200, 200, 200))
         self._timeline()
@@ -243,13 +243,13 @@ class Viewport:
             if ok[j]:
                 dpg.draw_circle(tuple(xy[j]), 2.5, color=(255, 210, 90), fill=(255, 210, 90), parent="view3d")
 
-    def _arrows(self, pos, vel, colour, thin=False):
+    def _arrows(self, pos, vel, colour, thickness=2):
         tips = pos + ARROW_SECONDS * vel
         a, ok_a = self._project(pos)
         b, ok_b = self._project(tips)
         for j in range(len(pos)):
             if ok_a[j] and ok_b[j] and np.linalg.norm(b[j] - a[j]) > 1.0:
-                dpg.draw_arrow(tuple(b[j]), tuple(a[j]), color=colour, thickness=1 if thin else 2, size=4,
+                dpg.draw_arrow(tuple(b[j]), tuple(a[j]), color=colour, thickness=thickness, size=4,
                                parent="view3d")
 
     def _timeline(self):

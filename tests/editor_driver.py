@@ -56,6 +56,9 @@ def main(graph, out):
     frames(editor, 2)
     result["after_delink"] = [src, dst] in [list(x) for x in editor.doc.graph.links]
     result["problem_after_delink"] = editor.problems[0].text if editor.problems else None
+    bad = editor.problems[0].node if editor.problems else None
+    result["shown_on_node"] = bad is not None and dpg.get_value(view.errors[bad]) == editor.problems[0].text \
+        and bad in view.marked and dpg.get_value("status") == editor.problems[0].text
     view.on_link("node_editor", pins(view, src, dst))
     frames(editor, 2)
     result["after_link"] = [src, dst] in [list(x) for x in editor.doc.graph.links]
@@ -68,6 +71,13 @@ def main(graph, out):
         view.on_link("node_editor", (pose_out, sig_in))
         result["refused"] = dpg.get_value("status")
         result["refused_unchanged"] = editor.doc.to_json() == before
+    # Closing with unsaved changes asks first; Cancel keeps the window.
+    editor.request_close()
+    frames(editor, 1)
+    result["asked"] = editor.doc.dirty and dpg.is_item_shown("ask_save")
+    editor._answer("cancel")
+    frames(editor, 1)
+    result["still_open"] = dpg.is_dearpygui_running() and not dpg.is_item_shown("ask_save")
     result["undo"] = editor.doc.undo() and editor.doc.undo()  # undo the relink and the delink
     frames(editor, 2)
     result["undo_back"] = editor.doc.to_json() == Document.open(graph).to_json()

@@ -75,9 +75,10 @@ def drive(display, mode, *args):
 def test_links_made_and_broken_through_the_editor_callbacks(display, tmp_path):
     result = drive(display, "links", ROOT / "graphs" / "select_inertialize.json", tmp_path)
     assert result["links_drawn"] == result["links"] > 0
-    assert result["after_delink"] is False and result["problem_after_delink"]
+    assert result["after_delink"] is False and result["problem_after_delink"] and result["shown_on_node"]
     assert result["after_link"] is True and result["problems_after_link"] == []
     assert "refused" in result["refused"] and "mismatch" in result["refused"] and result["refused_unchanged"]
+    assert result["asked"] and result["still_open"]
     assert result["undo"] and result["undo_back"]
     assert result["frame"] >= 45 and result["pops"] == []
     a, b = read_png(tmp_path / "a.png"), read_png(tmp_path / "b.png")
