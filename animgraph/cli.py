@@ -79,10 +79,6 @@ def load_clip(file, scale=None, first_frame="auto"):
     return read_clip(path, units="auto" if scale is None else scale, first_frame=first_frame)
 
 
-def _finite(x):
-    return x if math.isfinite(x) else None
-
-
 def info(file, scale=None, first_frame="auto"):
     """Summary dict of a clip: joints, frames, rate (fps), duration (s), root speed (m/s), turning (deg, left +).
 
@@ -305,9 +301,9 @@ def _cmd_edit(args):
         raise AnimgraphError(f"--frames must be in [0, 1000000], got {args.frames}")
     if args.screenshot is not None and not args.screenshot.lower().endswith(".png"):
         raise AnimgraphError(f"--screenshot {args.screenshot!r}: the file name must end in .png")
-    from .editor import app
+    from .editor import launch
 
-    return app.main(args.graph, screenshot=args.screenshot, frames=args.frames)
+    return launch.main(args.graph, screenshot=args.screenshot, frames=args.frames)
 
 
 # ---------------------------------------------------------------- registry

@@ -12,7 +12,6 @@ preview says "compiling kernels (first run only)" and the node editor stays usab
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -378,74 +377,3 @@ class Editor:
         if self.doc.dirty:
             files.write_autosave(self.doc)
         dpg.destroy_context()
-
-    # ------------------------------------------------------------ screenshots
-
-    def screenshot(self, path, frames, timeout=900.0):
-        """Play ``frames`` frames once the kernels are ready, write a PNG of the whole window and return."""
-        self.start_kernels()
-        deadline = time.monotonic() + timeout
-        while self.kernels != "ready" or self.player is None:
-            if time.monotonic() > deadline or self.kernels not in ("ready", "compiling", "checking"):
-                raise AnimgraphError(f"no preview to screenshot: {self.kernels if self.kernels != 'ready' else ''}"
-                                     f"{self.problems[0].text if self.problems else ''}")
-            self.tick()
-            dpg.render_dearpygui_frame()
-            if self.problems and self.kernels == "ready":
-                raise AnimgraphError(self.problems[0].text)
-        self.view.playing = False
-        for _ in range(frames):
-            self.player.step()
-        for _ in range(3):
-            self.tick()
-            dpg.render_dearpygui_frame()
-        self.view.update_plot(True)
-        dpg.render_dearpygui_frame()
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.png")
-        dpg.output_frame_buffer(file=str(tmp))
-        for _ in range(100):  # the frame buffer is written during a later frame
-            dpg.render_dearpygui_frame()
-            if tmp.exists() and tmp.stat().st_size > 0:
-                break
-        if not tmp.exists():
-            raise AnimgraphError(f"{path}: the window's frame buffer could not be written")
-        time.sleep(0.1)
-        os.replace(tmp, path)
-        (x, y), (w, h) = dpg.get_item_rect_min("view3d"), dpg.get_item_rect_size("view3d")
-        print(f"animgraph edit: wrote {path} at frame {self.player.frame}; 3D view at x={x} y={y} size {w}x{h}",
-              flush=True)
-        self.shutdown()
-
-
-def has_display():
-    """Whether a window can be opened (dearpygui aborts the process without one)."""
-    return os.name == "nt" or os.sys.platform == "darwin" or bool(os.environ.get("DISPLAY")
-                                                                   or os.environ.get("WAYLAND_DISPLAY"))
-
-
-def main(graph=None, screenshot=None, frames=60):
-    """``animgraph edit``: open ``graph`` (or a new one) in the window; with ``screenshot``, play, save a PNG, exit."""
-    error = None
-    if graph is None:
-        doc = Document.new()
-    elif screenshot is not None:
-        doc = Document.open(graph)  # a bad file is the command's one-line error, exit 2
-    elif not Path(graph).exists() and Path(graph).parent.is_dir() and str(graph).endswith(".json"):
-        doc = Document.from_graph(Document.new().graph, Path(graph), dirty=True)  # a new graph, to be saved there
-    else:
-        try:
-            doc = Document.open(graph)
-        except (AnimgraphError, OSError) as e:
-            doc, error = Document.new(), str(e)
-    if not has_display():
-        raise AnimgraphError("the editor needs a display: set DISPLAY, or run it under xvfb-run")
-    editor = Editor(doc, error)
-    editor.build()
-    if screenshot is not None:
-        editor.screenshot(screenshot, frames)
-        return 0
-    if doc.path is not None and error is None:
-        files.add_recent(doc.path)
-    editor.run()
-    return 0
