@@ -106,3 +106,34 @@ def check_scales(*poses):
     for p in poses:
         if not np.all(p.scl > 0):
             raise ValueError("scales must be positive to blend in log space")
+
+
+# ---------------------------------------------------------------- node ops without a graph
+
+
+def node_model(cls, options, name):
+    """The node model ``cls(id="op", **options)`` of an op; its first validation error a ValueError naming ``name``."""
+    from pydantic import ValidationError
+
+    try:
+        return cls(id="op", **options)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ValueError(f"{name} {where + ': ' if where else ''}{first['msg']}") from None
+
+
+def signal_pair(value, shape, name, rate_shape=None):
+    """``(value, rate)`` float64 arrays (..., *shape) and (..., *rate_shape) from a pair, or the value alone (rate 0).
+
+    ``rate_shape`` defaults to ``shape``; ValueError naming ``name`` unless finite numbers of those shapes.
+    """
+    rate_shape = shape if rate_shape is None else rate_shape
+    x, rate = value if isinstance(value, tuple) and len(value) == 2 else (value, None)
+    x = numbers(x, name)
+    rate = np.zeros(x.shape[:x.ndim - len(shape)] + rate_shape) if rate is None else numbers(rate, f"{name} rate")
+    for a, want in ((x, shape), (rate, rate_shape)):
+        if a.shape[a.ndim - len(want):] != want:
+            raise ValueError(f"{name} must be (value, rate) of shapes (..., {', '.join(map(str, shape))}) "
+                             f"and (..., {', '.join(map(str, rate_shape))}), got {x.shape} and {rate.shape}")
+    return x, rate

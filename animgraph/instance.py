@@ -7,7 +7,8 @@ output node id:
 - a pose output is a ``Pose`` of shape (J, ...) when batch == 1 and (B, J, ...)
   when batch > 1;
 - a signal output is a float64 array (value then rate: scalar ``[x, dx]``, vec3
-  ``[p(3), v(3)]``, quat ``[q(4), ang(3)]``, int/bool ``[v]``) of shape (n,) or (B, n).
+  ``[p(3), v(3)]``, quat ``[q(4), ang(3)]``, int/bool ``[v]``, motion ``[vel(3), ang(3)]``,
+  trajectory ``[value(12), rate(12)]``) of shape (n,) or (B, n).
 
 The returned dict and its arrays are views into the instance's buffers, rewritten
 by the next step (copy what you keep: ``pose.copy()``, ``arr.copy()``).  This keeps
@@ -34,7 +35,7 @@ from .pose import Pose
 
 PARALLEL_MIN_BATCH = 16  # below this, threads cost more than they save
 
-_VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1}
+_VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1, "trajectory": 12}
 CLAMPED = ("scalar", "int", "vec3")  # kinds whose values an input's [min, max] bounds
 
 
@@ -59,6 +60,18 @@ def _pose_view(arrays, slot, batch):
     for name, a in zip(("pos", "rot", "scl", "vel", "ang", "svl"), arrays):
         setattr(pose, name, a[0, slot] if batch == 1 else a[:, slot])
     return pose
+
+
+def _unit_facings(a, fail, given):
+    """Trajectory values (n, 12) with their three facings (x, z) made unit; ``fail`` on a zero facing."""
+    a = a.copy()
+    facings = a[:, 6:].reshape(-1, 3, 2)
+    facings /= np.max(np.abs(facings), axis=2, keepdims=True).clip(1e-300)
+    norm = np.linalg.norm(facings, axis=2, keepdims=True)
+    if not np.all(norm > 0.5):
+        fail(f"a trajectory value needs non-zero facings (its last 6 numbers), got {given!r}")
+    a[:, 6:] = (facings / norm).reshape(-1, 6)
+    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,6 +247,8 @@ class Instance:
                 if not np.all(norm > 0.5):
                     fail(f"a quat value needs a non-zero norm, got {val!r}")
                 a = a / norm
+            elif kind == "trajectory":
+                a = _unit_facings(a, fail, val)
             elif kind == "bool":
                 a = (a != 0).astype(np.float64)
             elif kind in CLAMPED:

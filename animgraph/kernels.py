@@ -131,3 +131,12 @@ def weight_input(sig, at, default):
         return 1.0, 0.0
     return alpha, alpha_vel
 
+
+
+# ---------------------------------------------------------------- kernels called without a graph
+
+# One empty pose slot and an empty clip database: the ``pose`` and ``db`` of an op that calls its
+# signal-only kernel directly (no poses, no clips read).
+NO_POSE = tuple(np.zeros((1, 1, n), np.float32) for n in (3, 4, 3, 3, 3, 3))
+NO_DB = (np.zeros((1, 1, 3), np.float32), np.zeros((1, 1, 4), np.float32), np.zeros((1, 1, 3), np.float32),
+         np.zeros(1, np.int32))

@@ -15,7 +15,8 @@ the JSON Schema (``animgraph schema``) states its bounds.
 - a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame).
 
 ``signal_value``/``normalize_value`` check a signal field's value (input defaults, constants)
-and give it as the float64 values of the signal or as its JSON form.
+and give it as the float64 values of the signal or as its JSON form (a trajectory's: its 12
+numbers, facings made unit).
 """
 
 from typing import Annotated, Tuple, Union
@@ -57,7 +58,10 @@ AxisComponent = Annotated[float, Field(ge=-AXIS_MAX, le=AXIS_MAX, allow_inf_nan=
 Axis = Tuple[AxisComponent, AxisComponent, AxisComponent]
 JointIndex = Annotated[int, Field(ge=0, le=INDEX_MAX)]
 JointName = Union[StrictStr, JointIndex]
-SignalValue = Union[bool, SignalInt, Signal, Annotated[list[Signal], Field(min_length=1, max_length=4)], None]
+SignalValue = Union[bool, SignalInt, Signal, Annotated[list[Signal], Field(min_length=1, max_length=12)], None]
+TRAJECTORY_VALUE = 12  # numbers of a trajectory value: 3 positions (x, z), then 3 facings (x, z)
+# A trajectory standing still, facing ahead: positions at the origin, facings +Z.
+TRAJECTORY_REST = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0)
 
 
 def signal_value(kind, value):
@@ -89,7 +93,23 @@ def signal_value(kind, value):
         if value not in (0, 1, True, False):
             raise ValueError(f"a bool value must be true or false, got {value}")
         return np.array([1.0 if value else 0.0])
+    if kind == "trajectory":
+        return trajectory_value(value)
     raise ValueError(f"unknown signal kind {kind!r}")
+
+
+def trajectory_value(value):
+    """A trajectory value (12 numbers: positions x, z (m), then facings x, z) with unit facings; None: at rest."""
+    v = np.array(TRAJECTORY_REST) if value is None else np.asarray(value, dtype=np.float64).reshape(-1).copy()
+    if v.shape != (TRAJECTORY_VALUE,):
+        raise ValueError(f"a trajectory value needs {TRAJECTORY_VALUE} numbers (3 positions x, z, then 3 facings "
+                         f"x, z), got {len(v)}")
+    facings = v[6:].reshape(3, 2)
+    n = np.linalg.norm(facings, axis=1, keepdims=True)
+    if not np.all(n > 0.5):
+        raise ValueError(f"a trajectory's facings must be unit directions (x, z), got norms {np.ravel(n).tolist()}")
+    v[6:] = (facings / n).ravel()
+    return v
 
 
 def normalize_value(kind, value):
@@ -97,7 +117,7 @@ def normalize_value(kind, value):
     v = signal_value(kind, value)
     if kind == "scalar":
         return float(v[0])
-    if kind in ("vec3", "quat"):
+    if kind in ("vec3", "quat", "trajectory"):
         return [float(x) for x in v]
     if kind == "int":
         return int(v[0])

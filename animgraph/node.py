@@ -19,9 +19,13 @@ Kernel arguments (all for one character):
 - ``pose`` the tuple ``(pos, rot, scl, vel, ang, svl)`` of float32 arrays
   (S, J, 3|4): every pose slot; ``slot(pose, i)`` gives one pose as 2-D views.
 - ``sig`` float64 signal buffer; a signal occupies ``SIGNAL_SIZE[kind]`` floats:
-  scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``, and root
+  scalar ``(x, dx)``, vec3 ``(p, v)``, quat ``(q, ang)``, int/bool ``(v,)``, root
   motion ``(vel, ang)``: the simulation bone's velocity (m/s) and angular velocity (rad/s)
-  in its own frame (itself a rate; the output node integrates it into the placement).
+  in its own frame (itself a rate; the output node integrates it into the placement), and
+  trajectory (24 floats): the simulation object's future at 3 times ahead, in its own frame
+  now (relative to its position, turned by the inverse of its facing; Y up, ground XZ):
+  ``[p1x, p1z, p2x, p2z, p3x, p3z, d1x, d1z, d2x, d2z, d3x, d3z]`` (positions in m, facings
+  as unit XZ directions), then their 12 time derivatives in the same order (m/s, 1/s).
 - ``db`` the clip database as the node type sees it: ``(clip_pos (F,J,3), clip_rot (F,J,4),
   clip_scl (F,J,3), parents (J,))`` (indices ``DB_POS``, ``DB_ROT``, ``DB_SCL``,
   ``DB_PARENTS``): every clip of the graph in one frame array and the skeleton's parents;
@@ -121,10 +125,14 @@ CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
 # Kinds of fields that are more than a number, for generated editor widgets.
 FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches")
 # joint(s): names or indices in the graph's skeleton; clip: an asset name; axis: a direction
-# vec3; enum: one of a Literal's strings; signal: a signal kind; value: a value of the node's
-# signal kind (number, vec3, quat, bool); branches: a list of {joint, weight, depth}.
+# vec3 (or three numbers, as the controller's offsets); enum: one of a Literal's strings;
+# signal: a signal kind; value: a value of the node's signal kind (number, vec3, quat, bool,
+# trajectory); branches: a list of {joint, weight, depth}.
 
-SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6}
+# The trajectory signal's blocks (module docstring): positions (x, z) and facings (x, z) of the 3
+# future points, then their rates; ``sig[at + TRAJECTORY.facing + 2 * k]`` is point k's facing x.
+TRAJECTORY = fields("Trajectory", pos=6, facing=6, pos_rate=6, facing_rate=6)
+SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6, "trajectory": TRAJECTORY.SIZE}
 SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
 SPACES = ("local", "global", "any")
 

@@ -6,11 +6,14 @@ vector ``log(qabs(q_src q_dst^-1))`` (the short way round, rad) with rate
 ``J(x)^-1 (w_src - R(q_src q_dst^-1) w_dst)`` (``J`` the left Jacobian of exp); scale
 ``log(s_src / s_dst)`` with rate ``svl_src - svl_dst`` (1/s).  Stored as ``OFFSET`` floats
 a joint in that order (pos, vel, rot, rot rate, log scale, its rate).  Used by the
-``inertialize`` and ``tracking_spring`` nodes; ``animgraph.decay`` decays them.
+``inertialize``, ``tracking_spring`` and ``motion_match`` nodes; ``animgraph.decay`` decays them.
+Below, whole poses: recording the offsets of a transition and applying them decayed.
 """
 
 from numba import njit
 
+from .decay import decay3, decay_weights, kform_extrapolate
+from .kernels import copy_pose, get3, put3
 from .maths import (
     ang_to_sa_dx,
     from_scaled_angle_axis,
@@ -26,8 +29,10 @@ from .maths import (
     vmul,
     vsub,
 )
+from .maths import load_kform, store_kform
 
 OFFSET = 18  # floats of one joint's offset: pos, vel, rot, rot rate, log scale, its rate
+SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
 
 
 @njit(cache=True)
@@ -54,3 +59,54 @@ def apply_offset(k, pos, dpos, rot, drot, lscl, dlscl):
         vadd(sa_dx_to_ang(rot, drot), qrot(q, iw)),
         vadd(isv, dlscl),
     )
+
+
+# ---------------------------------------------------------------- whole poses (inertialize, motion_match)
+
+
+@njit(cache=True)
+def record_offsets(src, dst, ahead, off):
+    """Offsets ``off`` (J, 18) from pose ``dst`` to pose ``src`` carried ``ahead`` s on at its velocities."""
+    for j in range(off.shape[0]):
+        o = joint_offset(kform_extrapolate(load_kform(src, j), 0.0, ahead), load_kform(dst, j))
+        for c in range(6):
+            put3(off, j, 3 * c, o[c])
+
+
+@njit(cache=True)
+def inertialize_kernel(inp, off, active, cubic, length, t, out):
+    """Pose ``inp`` with offsets ``off`` decayed for ``t`` s applied, into ``out`` (may alias ``inp``)."""
+    w = decay_weights(cubic, length, t)
+    if not active or (w[0] == 0.0 and w[1] == 0.0 and w[2] == 0.0 and w[3] == 0.0):
+        copy_pose(inp, out)
+        return
+    for j in range(off.shape[0]):
+        pos, dpos = decay3(w, get3(off, j, 0), get3(off, j, 3))
+        rot, drot = decay3(w, get3(off, j, 6), get3(off, j, 9))
+        lscl, dlscl = decay3(w, get3(off, j, 12), get3(off, j, 15))
+        store_kform(out, j, apply_offset(load_kform(inp, j), pos, dpos, rot, drot, lscl, dlscl))
+
+
+@njit(cache=True)
+def still_active(cubic, length, t):
+    """Whether an offset ``t`` s old still shows (cubic: before the duration; spring: 32 half-lives)."""
+    if length <= 0.0:
+        return False
+    return t < (length if cubic else SPRING_SPAN * length)
+
+
+@njit(cache=True)
+def motion_offset(sig, at, out, last, offset, record, transition, cubic, length, t):
+    """Root motion ``sig[at:at+6]`` plus its decaying ``offset`` (6) into ``sig[out:out+6]``; ``last`` the last output.
+
+    On a transition the offset is the last output minus the new input, so the velocity
+    the output node integrates does not step; it decays like the pose's offset (as a
+    value: root motion carries no rate of its own).
+    """
+    w = decay_weights(cubic, length, t)
+    for c in range(6):
+        if transition:
+            offset[c] = last[c] - sig[at + c] if record and length > 0.0 else 0.0
+        value = sig[at + c] + w[0] * offset[c]
+        sig[out + c] = value
+        last[c] = value

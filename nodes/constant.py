@@ -58,11 +58,11 @@ class Constant(Node):
     """A constant signal (rate 0) or a constant local pose (rest pose or a clip frame)."""
 
     type: Literal["constant"] = "constant"
-    signal: Literal["scalar", "vec3", "quat", "int", "bool", "pose"] = "scalar"
+    signal: Literal["scalar", "vec3", "quat", "int", "bool", "trajectory", "pose"] = "scalar"
     value: SignalValue = Field(
         None,
-        description="the signal value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z]; numbers within "
-        f"±{SIGNAL_MAX:g}); none: zero/identity",
+        description="the signal value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z], trajectory: 3 positions "
+        f"x,z then 3 facings x,z; numbers within ±{SIGNAL_MAX:g}); none: zero/identity/at rest",
     )
     clip: str | None = Field(None, description="pose: clip asset to take a frame from; none: the rest pose")
     frame: int = Field(0, ge=0, le=INDEX_MAX, description=f"pose: frame index in the clip [0, {INDEX_MAX}]")

@@ -28,16 +28,12 @@ import numpy as np
 from numba import njit
 from pydantic import Field
 
-from animgraph.decay import decay3, decay_weights, kform_extrapolate
-from animgraph.maths import load_kform, store_kform
-from animgraph.kernels import KFORM, copy_pose, get3, put3, state_pose
+from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import DT_MAX, cut_seconds, seconds_field
 from animgraph.node import Node, Port, fields, port_indices, register, slot
-from animgraph.offsets import OFFSET, apply_offset, joint_offset
+from animgraph.offsets import OFFSET, inertialize_kernel, motion_offset, record_offsets, still_active
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.stencil import FRAME, STEPS, advance, play
-
-SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
 
 INPUTS = (
     Port("pose", "pose", "local", "input pose with velocities"),
@@ -60,58 +56,7 @@ JOINT = fields("InertializeJoint", prev=KFORM, off=OFFSET)
 MOTION = fields("InertializeMotion", last=6, offset=6)
 
 
-# ---------------------------------------------------------------- whole poses (shared by node and op)
-
-
-@njit(cache=True)
-def record_offsets(src, dst, ahead, off):
-    """Offsets ``off`` (J, 18) from pose ``dst`` to pose ``src`` carried ``ahead`` s on at its velocities."""
-    for j in range(off.shape[0]):
-        o = joint_offset(kform_extrapolate(load_kform(src, j), 0.0, ahead), load_kform(dst, j))
-        for c in range(6):
-            put3(off, j, 3 * c, o[c])
-
-
-@njit(cache=True)
-def inertialize_kernel(inp, off, active, cubic, length, t, out):
-    """Pose ``inp`` with offsets ``off`` decayed for ``t`` s applied, into ``out`` (may alias ``inp``)."""
-    w = decay_weights(cubic, length, t)
-    if not active or (w[0] == 0.0 and w[1] == 0.0 and w[2] == 0.0 and w[3] == 0.0):
-        copy_pose(inp, out)
-        return
-    for j in range(off.shape[0]):
-        pos, dpos = decay3(w, get3(off, j, 0), get3(off, j, 3))
-        rot, drot = decay3(w, get3(off, j, 6), get3(off, j, 9))
-        lscl, dlscl = decay3(w, get3(off, j, 12), get3(off, j, 15))
-        store_kform(out, j, apply_offset(load_kform(inp, j), pos, dpos, rot, drot, lscl, dlscl))
-
-
-@njit(cache=True)
-def still_active(cubic, length, t):
-    """Whether an offset ``t`` s old still shows (cubic: before the duration; spring: 32 half-lives)."""
-    if length <= 0.0:
-        return False
-    return t < (length if cubic else SPRING_SPAN * length)
-
-
 # ---------------------------------------------------------------- node
-
-
-@njit(cache=True)
-def motion_offset(sig, at, out, st, record, transition, cubic, length, t):
-    """Root motion ``sig[at:at+6]`` plus its decaying offset into ``sig[out:out+6]``; ``st`` is the ``MOTION`` tail.
-
-    On a transition the offset is the last output minus the new input, so the velocity
-    the output node integrates does not step; it decays like the pose's offset (as a
-    value: root motion carries no rate of its own).
-    """
-    w = decay_weights(cubic, length, t)
-    for c in range(6):
-        if transition:
-            st[MOTION.offset + c] = st[MOTION.last + c] - sig[at + c] if record and length > 0.0 else 0.0
-        value = sig[at + c] + w[0] * st[MOTION.offset + c]
-        sig[out + c] = value
-        st[MOTION.last + c] = value
 
 
 @njit(cache=True)
@@ -127,7 +72,9 @@ def inertialize_node(ins, outs, par, st, pose, sig, db, dt):
     off = st[at : at + OFFSET * joints].reshape((joints, OFFSET))
     transition = ins[IN.transition] >= 0 and sig[ins[IN.transition]] > 0.5
     if ins[IN.motion] >= 0:
-        motion_offset(sig, ins[IN.motion], outs[OUT.motion], st[ST.SIZE + JOINT.SIZE * joints:],
+        tail = ST.SIZE + JOINT.SIZE * joints
+        motion_offset(sig, ins[IN.motion], outs[OUT.motion], st[tail + MOTION.last:tail + MOTION.last + 6],
+                      st[tail + MOTION.offset:tail + MOTION.offset + 6],
                       transition and st[ST.shown] > 0.5, transition, cubic, length,
                       0.0 if transition else st[ST.elapsed] + dt)
     if transition and st[ST.shown] > 0.5 and length > 0.0:

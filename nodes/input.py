@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from animgraph.limits import SIGNAL_MAX, Signal, SignalValue, normalize_value, signal_value
 from animgraph.node import Node, Port, port_indices, register
 
-SIGNAL_KINDS = ("scalar", "vec3", "quat", "int", "bool")
+SIGNAL_KINDS = ("scalar", "vec3", "quat", "int", "bool", "trajectory")
 CLAMPED = ("scalar", "int", "vec3")  # kinds whose values min and max bound
 
 OUTPUTS = (Port("value", "any", "", "the input value and its rate; its kind is the 'signal' field"),)
@@ -34,11 +34,11 @@ class Input(Node):
     """A graph input set by the caller each frame (value and rate), per character."""
 
     type: Literal["input"] = "input"
-    signal: Literal["scalar", "vec3", "quat", "int", "bool"] = "scalar"
+    signal: Literal["scalar", "vec3", "quat", "int", "bool", "trajectory"] = "scalar"
     default: SignalValue = Field(
         None,
-        description="initial value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z]; numbers within "
-        f"±{SIGNAL_MAX:g}); none: zero/identity",
+        description="initial value (scalar: number, vec3: [x,y,z], quat: [w,x,y,z], trajectory: 3 positions x,z "
+        f"then 3 facings x,z; numbers within ±{SIGNAL_MAX:g}); none: zero/identity/at rest",
     )
     min: Optional[Signal] = Field(
         None, description=f"lowest value (scalar, int, vec3 components) within ±{SIGNAL_MAX:g}; step() clamps to it"

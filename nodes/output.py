@@ -14,6 +14,12 @@ covers the step since the last frame as the exact arc of a body moving at the me
 the two frames' motions ``(v, w)`` (the trapezoid rule: second order in the step):
 ``rot' = rot exp(w dt)``, ``pos' = pos + R J(w dt) v dt`` (``J`` the left Jacobian of exp).
 Blends and switches act on the signal, so the placement never jumps.
+
+With its ``position`` (vec3) or ``rotation`` (quat) input linked (a placement computed in
+the graph, e.g. by the displacement node) the placement is that input, with its
+velocities: ``W = S * (p, q)``, where ``S`` is the held placement (the identity unless
+``Instance.teleport`` moved it, so teleports still move the character).  An unlinked one
+of the two is the origin (identity); ``motion`` is then not integrated.
 A signal output copies its input.
 """
 
@@ -34,6 +40,8 @@ ONE = (1.0, 1.0, 1.0)
 INPUTS = (
     Port("pose", "pose", "any", "the pose to output ('value' port when signal is not 'pose')"),
     Port("motion", "motion", "", "root motion integrated into the world placement (pose outputs)", True),
+    Port("position", "vec3", "", "the world placement's position with its velocity (pose outputs)", True),
+    Port("rotation", "quat", "", "the world placement's rotation with its angular velocity (pose outputs)", True),
 )
 OUTPUTS = (Port("pose", "pose", "any", "the output as returned, teleports applied"),)
 IN, OUT = port_indices("OutputIn", INPUTS), port_indices("OutputOut", OUTPUTS)
@@ -70,12 +78,15 @@ def output_node(ins, outs, par, st, pose, sig, db, dt):
         for i in range(int(par[SIGNAL_PAR.size])):
             sig[outs[OUT.pose] + i] = sig[ins[IN.pose] + i]
         return
-    vel, ang = ZERO, ZERO
-    if ins[IN.motion] >= 0:
-        vel, ang = read3(sig, ins[IN.motion]), read3(sig, ins[IN.motion] + 3)
-        integrate_motion(st, vel, ang, dt)
-    pos, rot = placement(st)
-    world = (pos, rot, ONE, qrot(rot, vel), qrot(rot, ang), ZERO)
+    if ins[IN.position] >= 0 or ins[IN.rotation] >= 0:
+        world = linked_placement(st, sig, ins[IN.position], ins[IN.rotation])
+    else:
+        vel, ang = ZERO, ZERO
+        if ins[IN.motion] >= 0:
+            vel, ang = read3(sig, ins[IN.motion]), read3(sig, ins[IN.motion] + 3)
+            integrate_motion(st, vel, ang, dt)
+        pos, rot = placement(st)
+        world = (pos, rot, ONE, qrot(rot, vel), qrot(rot, ang), ZERO)
     every_joint = par[POSE_PAR.every_joint] != 0.0
     place(slot(pose, ins[IN.pose]), db[DB_PARENTS], world, every_joint, slot(pose, outs[OUT.pose]))
 
@@ -84,6 +95,20 @@ def output_node(ins, outs, par, st, pose, sig, db, dt):
 def placement(st):
     """The world placement (pos m, rot w-first) held in the state."""
     return (st[ST.pos], st[ST.pos + 1], st[ST.pos + 2]), (st[ST.rot], st[ST.rot + 1], st[ST.rot + 2], st[ST.rot + 3])
+
+
+@njit(cache=True)
+def linked_placement(st, sig, at_pos, at_rot):
+    """The world placement ``S * (p, q)`` as a kineform: ``S`` held in the state (static), ``(p, q)`` and their
+    velocities from the signals at ``sig[at_pos]`` (vec3) and ``sig[at_rot]`` (quat); -1: origin, identity."""
+    pos, vel, rot, ang = ZERO, ZERO, (1.0, 0.0, 0.0, 0.0), ZERO
+    if at_pos >= 0:
+        pos, vel = read3(sig, at_pos), read3(sig, at_pos + 3)
+    if at_rot >= 0:
+        rot = qnormalize((sig[at_rot], sig[at_rot + 1], sig[at_rot + 2], sig[at_rot + 3]))
+        ang = read3(sig, at_rot + 4)
+    held_pos, held_rot = placement(st)
+    return kmul((held_pos, held_rot, ONE, ZERO, ZERO, ZERO), (pos, rot, ONE, vel, ang, ZERO))
 
 
 @njit(cache=True)
@@ -111,12 +136,12 @@ class Output(Node):
     """A graph output, returned by ``Instance.step`` under the node id; a pose output holds the world placement."""
 
     type: Literal["output"] = "output"
-    signal: Literal["pose", "scalar", "vec3", "quat", "int", "bool", "motion"] = "pose"
+    signal: Literal["pose", "scalar", "vec3", "quat", "int", "bool", "motion", "trajectory"] = "pose"
 
     CATEGORY = "signals"
     FIELD_KINDS = {"signal": "signal"}
     PLUMBING = True
-    MOTION: ClassVar[Port] = INPUTS[IN.motion]
+    PLACEMENT: ClassVar[tuple] = INPUTS[IN.motion:]  # a pose output's inputs after the pose
     INPUTS = INPUTS[:IN.motion]
     OUTPUTS = OUTPUTS
     GRAPH_OUTPUT: ClassVar[bool] = True
@@ -127,7 +152,7 @@ class Output(Node):
         return Port("value", self.signal, "", "the output value")
 
     def inputs(self):
-        return (self._port(), self.MOTION) if self.signal == "pose" else (self._port(),)
+        return (self._port(), *self.PLACEMENT) if self.signal == "pose" else (self._port(),)
 
     def outputs(self):
         return (self._port(),)
