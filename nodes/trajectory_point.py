@@ -102,7 +102,7 @@ def verify_trajectory_point(m, t, h, rng):
 
     def target(s):
         pos, vel = trajectory_point(moving_trajectory(s), **options)
-        return Pose(pos[..., None, :], identity_rot(np.shape(s))[..., None, :], vel=vel[..., None, :])
+        return Pose(pos[..., None, :], identity_rot(s)[..., None, :], vel=vel[..., None, :])
 
     return [stencil(target, t, h)]
 
