@@ -81,6 +81,8 @@ OUTPUTS = (
     Port("position", "vec3", "", "the character's world position (m) and velocity"),
     Port("rotation", "quat", "", "the character's world rotation and angular velocity (rad/s)"),
     Port("deviation", "scalar", "", "distance from the character to the simulation (m) and its rate"),
+    Port("motion", "motion", "", "the character's motion in its own frame (m/s, rad/s): what moves its model "
+         "frame, for foot locks"),
 )
 IN, OUT = port_indices("DisplacementIn", INPUTS), port_indices("DisplacementOut", OUTPUTS)
 # mode: MODES index; half-lives (s); ratios of the character's speeds; clamps (m, rad; 0 off)
@@ -287,7 +289,7 @@ def displacement_node(ins, outs, par, st, pose, sig, db, dt):
 
 @njit(cache=True)
 def write_outputs(sig, outs, pos, vel, rot, ang, sim):
-    """Position, rotation and the deviation (distance to the simulation, m, and its rate)."""
+    """Position, rotation, the deviation (distance to the simulation, m, and its rate) and the body-frame motion."""
     write3(sig, outs[OUT.position], pos)
     write3(sig, outs[OUT.position] + 3, vel)
     o = outs[OUT.rotation]
@@ -297,6 +299,9 @@ def write_outputs(sig, outs, pos, vel, rot, ang, sim):
     n = vlen(gap)
     sig[outs[OUT.deviation]] = n
     sig[outs[OUT.deviation] + 1] = vdot(gap, vsub(vel, sim[1])) / n if n > 1e-12 else 0.0
+    back = qinv(rot)
+    write3(sig, outs[OUT.motion], qrot(back, vel))
+    write3(sig, outs[OUT.motion] + 3, qrot(back, ang))
 
 
 @register(displacement_node)
@@ -350,7 +355,7 @@ def displacement(state, position, rotation=None, motion=None, dt=0.0, **options)
     (..., 3) arrays (m, m/s); ``rotation``: its ``(rot, ang)`` ((..., 4) w-first, (..., 3)
     rad/s) or None (unlinked); ``motion``: the character's root motion ``(vel, ang)``
     (..., 3) in its body frame, or None (standing still); ``options``: the node's fields.
-    Returns ``(state, (pos, vel), (rot, ang), (deviation, rate))``.
+    Returns ``(state, (pos, vel), (rot, ang), (deviation, rate), (body vel, body ang))``.
     """
     node = node_model(Displacement, options, "displacement")
     if not (math.isfinite(dt) and dt >= 0.0):
@@ -368,13 +373,14 @@ def displacement(state, position, rotation=None, motion=None, dt=0.0, **options)
     par = node.params(None)
     ins = np.array([6, 0, 12 if rotation is not None else -1], np.int64)
     size = inputs.shape[-1]
-    outs = np.array([size, size + 6, size + 13], np.int64)
-    r = np.empty(shape + (15,))  # position 6, rotation 7, deviation 2
+    outs = np.array([size, size + 6, size + 13, size + 15], np.int64)
+    r = np.empty(shape + (21,))  # position 6, rotation 7, deviation 2, motion 6
     for i in np.ndindex(shape):
-        sig = np.concatenate([inputs[i], np.zeros(15)])
+        sig = np.concatenate([inputs[i], np.zeros(21)])
         displacement_node(ins, outs, par, states[i], NO_POSE, sig, NO_DB, float(dt))
         r[i] = sig[size:]
-    return states, (r[..., 0:3], r[..., 3:6]), (r[..., 6:10], r[..., 10:13]), (r[..., 13], r[..., 14])
+    return (states, (r[..., 0:3], r[..., 3:6]), (r[..., 6:10], r[..., 10:13]), (r[..., 13], r[..., 14]),
+            (r[..., 15:18], r[..., 18:21]))
 
 
 # ---------------------------------------------------------------- verify
@@ -415,7 +421,7 @@ def verify_displacement(m, t, h, rng):
 
     def step(s, dt):
         nonlocal state
-        state, pos, rot, deviation = displacement(state, *verify_simulation(s), verify_motion(s), dt, **options)
+        state, pos, rot, deviation, _ = displacement(state, *verify_simulation(s), verify_motion(s), dt, **options)
         return placement_pose(pos, rot, deviation)
 
     return [play(step, start, t, h)]

@@ -50,7 +50,7 @@ def play(options, frames, dt=DT, start=0.3):
     state = displacement(None, *verify_simulation(t[0]), verify_motion(t[0]), **options)[0]
     got = []
     for a, b in zip(t, t[1:]):
-        state, pos, rot, dev = displacement(state, *verify_simulation(b), verify_motion(b), b - a, **options)
+        state, pos, rot, dev, _ = displacement(state, *verify_simulation(b), verify_motion(b), b - a, **options)
         got.append((pos, rot, dev))
     return got
 
@@ -73,7 +73,7 @@ def test_validity():
                                   "adjust_by_velocity"])
 def test_the_first_frame_puts_the_character_on_the_simulation(mode):
     sim = (np.array([1.0, 0.0, 2.0]), np.array([0.5, 0.0, 0.0])), (yaw_quat(0.7), np.array([0.0, 0.2, 0.0]))
-    _, pos, rot, dev = displacement(None, *sim, (np.array([0.0, 0.0, 1.0]), np.zeros(3)), mode=mode)
+    _, pos, rot, dev, _ = displacement(None, *sim, (np.array([0.0, 0.0, 1.0]), np.zeros(3)), mode=mode)
     np.testing.assert_array_equal(pos[0], sim[0][0])
     np.testing.assert_allclose(rot[0], sim[1][0], atol=1e-15)
     assert dev[0] == 0.0
@@ -97,7 +97,7 @@ def test_none_moves_by_root_motion_alone_on_exact_arcs(mode):
     state = displacement(None, (np.zeros(3), np.zeros(3)), motion=motion, mode=mode)[0]
     time = 0.0
     for dt in (DT, 0.1, 0.5, DT, 1.3):
-        state, pos, rot, dev = displacement(state, *sim, motion, dt, mode=mode)
+        state, pos, rot, dev, _ = displacement(state, *sim, motion, dt, mode=mode)
         time += dt
         r = speed / turn
         np.testing.assert_allclose(pos[0], [r * (1 - math.cos(turn * time)), 0.0, r * math.sin(turn * time)],
@@ -131,7 +131,7 @@ def test_adjust_halves_the_deviation_in_a_halflife(dt):
     state = displaced()
     sim = ((np.array([1.0, 0.0, 0.0]), np.zeros(3)), (yaw_quat(1.0), np.zeros(3)))
     for n in range(1, 9):
-        state, pos, rot, dev = displacement(state, *sim, None, dt, **options)
+        state, pos, rot, dev, _ = displacement(state, *sim, None, dt, **options)
         left = 0.5 ** (n * dt / 0.2)
         assert dev[0] == pytest.approx(left, rel=1e-12)
         np.testing.assert_allclose(pos[1], [math.log(2) / 0.2 * left, 0.0, 0.0], rtol=1e-12)  # the damper's rate
@@ -142,7 +142,7 @@ def test_adjust_by_velocity_leaves_a_standing_character_alone():
     state = displaced()
     sim = ((np.array([1.0, 0.0, 0.0]), np.zeros(3)), (yaw_quat(1.0), np.zeros(3)))
     for _ in range(30):
-        state, pos, rot, dev = displacement(state, *sim, STILL, DT, mode="adjust_by_velocity")
+        state, pos, rot, dev, _ = displacement(state, *sim, STILL, DT, mode="adjust_by_velocity")
         np.testing.assert_array_equal(np.concatenate([pos[0], pos[1], rot[1]]), 0.0)
         np.testing.assert_allclose(rot[0], [1.0, 0.0, 0.0, 0.0], atol=1e-15)
         assert dev[0] == 1.0
@@ -159,7 +159,7 @@ def test_adjust_by_velocity_adjusts_at_most_its_ratio_of_the_motion(walking):
     state[ST.last_vel:ST.last_vel + 3], state[ST.last_ang:ST.last_ang + 3] = motion  # already on the move
     for _ in range(30):
         alone = displacement(state, *sim, motion, DT, mode="none")
-        state, pos, rot, _ = displacement(state, *sim, motion, DT, mode="adjust_by_velocity", **options)
+        state, pos, rot, _, _ = displacement(state, *sim, motion, DT, mode="adjust_by_velocity", **options)
         moved, turned = np.linalg.norm(pos[0] - alone[1][0]), angle_between(rot[0], alone[2][0])
         pull, spin = pos[1] - qrot(rot[0], motion[0]), rot[1] - motion[1]  # the rates beyond root motion
         if walking:  # held at the limit, not idle; the facing left alone
@@ -179,7 +179,7 @@ def test_clamps_hold_every_frame(mode):
         t = n * DT
         sim = ((np.array([2.9 * t, 0.0, 0.0]), np.array([2.9, 0.0, 0.0])),
                (yaw_quat(3.1 * t), np.array([0.0, 3.1, 0.0])))  # running and spinning away from a standing character
-        state, pos, rot, dev = displacement(state, *sim, STILL, DT, **options)
+        state, pos, rot, dev, _ = displacement(state, *sim, STILL, DT, **options)
         angle = angle_between(rot[0], sim[1][0])
         assert dev[0] <= 0.3 * (1 + 1e-12) and angle <= 0.5 + 1e-9
         if dev[0] > 0.3 * (1 - 1e-12) and angle > 0.5 - 1e-9:
@@ -202,7 +202,7 @@ def test_velocities_are_central_differences(options):
     state = displacement(None, *verify_simulation(times[0]), verify_motion(times[0]), **options)[0]
     got = []
     for a, b in zip(times, times[1:]):
-        state, pos, rot, dev = displacement(state, *verify_simulation(b), verify_motion(b), b - a, **options)
+        state, pos, rot, dev, _ = displacement(state, *verify_simulation(b), verify_motion(b), b - a, **options)
         got.append((np.concatenate([pos[0], [2 * math.atan2(rot[0][2], rot[0][0]), dev[0]]]),
                     np.concatenate([pos[1], [rot[1][1], dev[1]]])))
     fd = sum(w * got[-5 + k][0] for w, k in zip(FIVE, (0, 1, 3, 4))) / s
@@ -248,3 +248,17 @@ def test_the_shipped_controller_graph_moves_the_character_smoothly_within_its_cl
     yaw = np.unwrap(2.0 * np.arctan2(place[:, 8], place[:, 6]))
     turned = np.diff(yaw) - 0.5 * DT * (place[1:, 11] + place[:-1, 11])
     assert np.abs(turned).max() < 1e-4 and np.ptp(yaw) > 1.0
+
+
+def test_the_motion_output_is_the_placements_velocity_in_its_own_frame():
+    options = {"mode": "adjust", "position_halflife": 0.15, "rotation_halflife": 0.25}
+    t = np.linspace(0.3, 2.0, 30)
+    state = displacement(None, *verify_simulation(t[0]), verify_motion(t[0]), **options)[0]
+    for a, b in zip(t, t[1:]):
+        state, (pos, vel), (rot, ang), _, (body_vel, body_ang) = displacement(
+            state, *verify_simulation(b), verify_motion(b), b - a, **options)
+        back = ag.Pose(np.zeros((1, 3)), rot[None] * np.array([1.0, -1.0, -1.0, -1.0]))
+        np.testing.assert_allclose(body_vel, ag.kform.mul(back, ag.Pose(np.zeros((1, 3)), np.array([[1.0, 0, 0, 0]]),
+                                                                         vel=vel[None])).vel[0], atol=1e-5)
+        np.testing.assert_allclose(np.linalg.norm(body_ang), np.linalg.norm(ang), atol=1e-6)
+        np.testing.assert_allclose(body_ang[1], ang[1], atol=1e-6)  # a turn about +Y stays one
