@@ -375,10 +375,15 @@ def _read_npz(path):
     if path.is_dir():
         raise AnimgraphError(f"{path}: is a directory, not a database file")
     try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise AnimgraphError(f"{path}: cannot read: {e.strerror or e}") from None
+    if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # every .npz is a zip file
+        raise AnimgraphError(f"{path}: not a motion-matching database (not an .npz file)")
+    try:
         with np.load(path, allow_pickle=False) as npz:
             return {k: npz[k] for k in npz.files}
-    except AttributeError:  # np.load gave a single array (an .npy file): no context manager
-        raise AnimgraphError(f"{path}: not a motion-matching database (a single .npy array, not an .npz)") from None
     except OSError as e:
         if isinstance(e, FileNotFoundError) or e.errno is not None:
             raise AnimgraphError(f"{path}: cannot read: {e.strerror or e}") from None
