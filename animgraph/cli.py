@@ -260,6 +260,86 @@ def _cmd_bench(args):
     return bench.main(quick=args.quick)
 
 
+# ---------------------------------------------------------------- motion matching
+
+
+def _args_mm(p):
+    sub = p.add_subparsers(dest="mm_command", metavar="ACTION")
+    sub.required = True
+    b = sub.add_parser("build", help="build a motion-matching database (.npz) from clips",
+                       description="build a motion-matching database (.npz) from clips")
+    b.add_argument("clips", nargs="+", metavar="CLIP",
+                   help="'animgraph:NAME' (bundled: " + ", ".join(_bundled()) + ") or a BVH file")
+    b.add_argument("--out", required=True, help="the database file to write (.npz)")
+    b.add_argument("--features", metavar="SCHEMA", help="a feature schema JSON file (default: toe positions, toe "
+                                                         "and hips velocities, trajectory at 20, 40, 60 frames)")
+    b.add_argument("--no-mirror", action="store_true", help="leave out the clips' mirror images")
+    b.set_defaults(handler=_cmd_mm_build)
+    i = sub.add_parser("info", help="ranges, frames, features and skeleton hash of a database file",
+                       description="ranges, frames, features and skeleton hash of a database file")
+    i.add_argument("database", help="a database file written by 'animgraph mm build'")
+    i.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
+    i.set_defaults(handler=_cmd_mm_info)
+
+
+def _cmd_mm_build(args):
+    import time
+
+    from tqdm import tqdm
+
+    from .database import build_from_paths
+    from .features import Schema
+    from .fileio import check_writable
+
+    out = Path(args.out)
+    if out.suffix.lower() != ".npz":
+        raise AnimgraphError(f"--out {out}: the file name must end in .npz")
+    check_writable(out)
+    schema = Schema.load(args.features) if args.features else None
+    start = time.perf_counter()
+    with tqdm(total=len(args.clips) * (1 if args.no_mirror else 2), unit="range", file=sys.stderr, disable=None,
+              leave=False) as bar:
+        db = build_from_paths(args.clips, schema, not args.no_mirror, progress=lambda done, total, name: bar.update())
+    seconds = time.perf_counter() - start
+    db.save(out)
+    print(f"{db.frames} frames ({db.frames * db.dt:.1f} s at {round(1 / db.dt)} fps) in {db.ranges} ranges, "
+          f"{db.features.shape[1]} features, built in {seconds:.2f} s")
+    print(f"  wrote {out}")
+    return 0
+
+
+def _cmd_mm_info(args):
+    from .database import Database
+
+    db = Database.load(args.database)
+    searchable = int((db.search_stops - db.search_starts).sum())
+    s = {
+        "file": str(args.database), "frames": db.frames, "seconds": db.frames * db.dt, "ranges": db.ranges,
+        "searchable_frames": searchable, "features": int(db.features.shape[1]),
+        "groups": {g.name: {"kind": g.kind, "columns": [sl.start, sl.stop], "weight": g.weight}
+                   for g, sl in zip(db.schema.groups, db.schema.slices().values())},
+        "skeleton_joints": len(db.skeleton), "skeleton_hash": db.skeleton_hash,
+        "range_names": list(db.names),
+        "range_frames": [int(b - a) for a, b in zip(db.range_starts, db.range_stops)],
+    }
+    if args.json:
+        print(json_text(s))
+        return 0
+    print(s["file"])
+    print(f"  frames     {s['frames']} ({s['seconds']:.1f} s at 60 fps), {searchable} searchable")
+    print(f"  ranges     {s['ranges']}")
+    for name, n in zip(s["range_names"], s["range_frames"]):
+        print(f"    {n:5d}  {name}")
+    print(f"  features   {s['features']}: " + ", ".join(
+        f"{k} ({v['kind']}, {v['columns'][1] - v['columns'][0]}, weight {v['weight']:g})" for k, v in s["groups"].items()))
+    print(f"  skeleton   {s['skeleton_joints']} joints, hash {s['skeleton_hash']}")
+    return 0
+
+
+def _cmd_mm(args):
+    return args.handler(args)
+
+
 # ---------------------------------------------------------------- JSON
 
 
@@ -318,6 +398,7 @@ COMMANDS = [
      _cmd_demo),
     ("bench", "the benchmark suite (ns per character per frame, compile and start-up times)", _args_bench, _cmd_bench),
     ("verify", "every node's propagated velocities against central differences, as a table", _args_verify, _cmd_verify),
+    ("mm", "motion matching: 'mm build' a database from clips, 'mm info' about one", _args_mm, _cmd_mm),
     ("edit", "open the node editor (needs the [editor] extra and a display)", _args_edit, _cmd_edit),
 ]
 

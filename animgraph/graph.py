@@ -15,7 +15,8 @@ failure is an ``animgraph.GraphError`` naming the file, node id and field or por
 
 Versions: a graph is saved with the version it was loaded with (new graphs: ``VERSION``).
 Version 1 reads path assets raw (file units, every frame, file names; ``scale``
-multiplies positions).  Version 2 reads them the way ``animgraph info`` does: units,
+multiplies positions).  Version 3 adds motion-matching database assets
+(``{"database": "db.npz"}`` or ``{"database": ["animgraph:walk", ...]}``, ``DatabaseSpec``).  Version 2 reads them the way ``animgraph info`` does: units,
 an added T-pose frame 0 and the CMU name map decided from the data
 (``animgraph.clipfile``) unless ``units``, ``first_frame`` or ``names`` say otherwise;
 ``scale`` is version 1's name for ``units``.  ``animgraph:NAME`` is the bundled clip
@@ -31,7 +32,8 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StringConstraints, ValidationError
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, StringConstraints, Tag,
+                      ValidationError, field_validator)
 from pydantic.fields import FieldInfo
 
 import animgraph.nodes  # noqa: F401  (registers the node types)
@@ -41,7 +43,7 @@ from .fileio import atomic_write_text
 from .node import REGISTRY
 
 FORMAT = "animgraph.graph"
-VERSION = 2
+VERSION = 3
 V2_ASSET_FIELDS = ("units", "first_frame", "names")
 BUNDLED_PREFIX = "animgraph:"
 
@@ -75,7 +77,49 @@ class AssetSpec(BaseModel):
     )
 
 
-Asset = Union[str, AssetSpec]
+class DatabaseSpec(BaseModel):
+    """A motion-matching database asset (version 3): a file of ``animgraph mm build``, or clips built at load."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    database: Union[Annotated[str, Field(min_length=1)], Annotated[list[Annotated[str, Field(min_length=1)]],
+                                                                     Field(min_length=1)]] = Field(
+        description="an .npz file written by 'animgraph mm build' (relative to the graph file), or a list of clips "
+        "('animgraph:NAME' or BVH paths) built into a database when the graph loads, cached by content hash",
+    )
+    mirror: bool = Field(True, description="clips given as a list: add their mirror images (left turns give right)")
+    features: str = Field("", description="clips given as a list: a feature schema JSON file (relative to the "
+                                          "graph file); empty: the default schema")
+
+    @field_validator("database", mode="before")
+    @classmethod
+    def _one_file_or_clips(cls, value):
+        # One clear line instead of pydantic's report on each branch of the union.
+        if isinstance(value, list) and not value:
+            raise ValueError("'database' is an empty clip list: give an .npz file or at least one clip")
+        if isinstance(value, list) and not all(isinstance(v, str) and v for v in value):
+            raise ValueError("'database' clips must be non-empty texts ('animgraph:NAME' or BVH paths)")
+        if not isinstance(value, (str, list)) or value == "":
+            raise ValueError("'database' must be an .npz file name or a list of clips")
+        return value
+
+    def paths(self):
+        """The file paths this asset names (the database file, or the clips and the schema)."""
+        files = [self.database] if isinstance(self.database, str) else list(self.database)
+        return files + ([self.features] if self.features else [])
+
+
+def _asset_kind(value):
+    """Which kind of asset ``value`` is, so a bad one reports its own problem, not every member's."""
+    if isinstance(value, str):
+        return "path"
+    if isinstance(value, dict) and "database" in value or isinstance(value, DatabaseSpec):
+        return "database"
+    return "spec"
+
+
+Asset = Annotated[Union[Annotated[str, Tag("path")], Annotated[AssetSpec, Tag("spec")],
+                        Annotated[DatabaseSpec, Tag("database")]], Discriminator(_asset_kind)]
 
 
 def _node_union():
@@ -200,12 +244,24 @@ class Graph(BaseModel):
         self._path = path
 
     def _asset_json(self, spec, base_dir):
-        rel = spec if isinstance(spec, str) else spec.path
-        if base_dir is not None and not rel.startswith(BUNDLED_PREFIX) and not os.path.isabs(rel):
-            rel = os.path.relpath(os.path.normpath(self.base_dir.resolve() / rel), base_dir).replace(os.sep, "/")
+        if isinstance(spec, DatabaseSpec):
+            data = spec.model_dump(exclude_defaults=True)
+            move = lambda p: self._anchored(p, base_dir)  # noqa: E731
+            data["database"] = move(spec.database) if isinstance(spec.database, str) else [move(p) for p in
+                                                                                            spec.database]
+            if spec.features:
+                data["features"] = move(spec.features)
+            return data
+        rel = self._anchored(spec if isinstance(spec, str) else spec.path, base_dir)
         if isinstance(spec, str):
             return rel
         return spec.model_dump(exclude_defaults=True) | {"path": rel}
+
+    def _anchored(self, rel, base_dir):
+        """A relative asset path re-expressed relative to ``base_dir`` (bundled names and absolute paths as they are)."""
+        if base_dir is not None and not rel.startswith(BUNDLED_PREFIX) and not os.path.isabs(rel):
+            rel = os.path.relpath(os.path.normpath(self.base_dir.resolve() / rel), base_dir).replace(os.sep, "/")
+        return rel
 
     # ------------------------------------------------------------ schema
 
@@ -387,6 +443,11 @@ def _precheck(data, file):
 def _check_asset_fields(graph, file):
     """Asset options of the other version are refused: they would be ignored or mean something else."""
     for name, spec in graph.assets.items():
+        if isinstance(spec, DatabaseSpec):
+            if graph.version < 3:
+                raise GraphError(f"asset {name!r}: a 'database' asset needs version 3 (this file is version "
+                                 f"{graph.version})", file=file)
+            continue
         if isinstance(spec, str):
             continue
         given = spec.model_fields_set

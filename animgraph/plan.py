@@ -35,7 +35,7 @@ import numpy as np
 from .check import check, has_constant
 from .errors import AnimgraphError, GraphError
 from .executor import HEADER_WIDTH, OP_STATE, OP_WIDTH, kinds
-from .graph import BUNDLED_PREFIX, AssetSpec, Graph
+from .graph import BUNDLED_PREFIX, AssetSpec, DatabaseSpec, Graph
 from .instance import Instance
 from .limits import signal_value
 from .node import REGISTRY, SIGNAL_SIZE, BuildContext, ClipRange
@@ -181,8 +181,13 @@ def _user(graph, asset):
 
 def _load_asset(graph, name, spec, file):
     """(Skeleton, Clip) of one asset; version-2 options via ``_load_asset_v2``; errors name the node using it."""
-    path, scale = (spec, 1.0) if isinstance(spec, str) else (spec.path, spec.scale)
     node, port = _user(graph, name)
+    if isinstance(spec, DatabaseSpec):
+        try:
+            return _load_database(graph, name, spec)
+        except AnimgraphError as e:
+            raise GraphError(f"asset {name!r}: {e}", node, port, file) from None
+    path, scale = (spec, 1.0) if isinstance(spec, str) else (spec.path, spec.scale)
     try:
         if graph.version >= 2:
             return _load_asset_v2(graph, name, AssetSpec(path=spec) if isinstance(spec, str) else spec, node, port)
@@ -233,6 +238,24 @@ def _load_asset_v2(graph, name, spec, node, port):
     return _read_clip(str(full.resolve()), stat.st_mtime_ns, units, spec.first_frame, spec.names, clip_name)
 
 
+def _load_database(graph, name, spec):
+    """(Skeleton, Clip) of a database asset: its frames as one clip that carries the ``Database`` (``clip.database``)."""
+    from .database import Database, cached_build
+    from .features import Schema
+
+    def where(label):
+        if label.startswith(BUNDLED_PREFIX):
+            return label
+        return str((Path(graph.base_dir) / label).resolve())
+
+    if isinstance(spec.database, str):
+        db = Database.load(where(spec.database))
+    else:
+        schema = Schema.load(where(spec.features)) if spec.features else None
+        db = cached_build([where(c) for c in spec.database], schema, mirror=spec.mirror)
+    return db.skeleton, db.as_clip()
+
+
 def load_assets(graph, assets=None, skeleton=None):
     """(skeleton, {name: Clip}) of the graph's assets plus ``assets`` given in memory."""
     file = graph.path
@@ -255,7 +278,21 @@ def load_assets(graph, assets=None, skeleton=None):
                 f"({len(skeleton)} joints): a graph's assets share one skeleton",
                 node, port, file,
             )
+        elif _is_database(clips, name, first) and list(skel.names) != list(skeleton.names):
+            # A database's features name joints: clips played beside it must name them alike.
+            node, port = _user(graph, name)
+            diff = next(i for i, (a, b) in enumerate(zip(skel.names, skeleton.names)) if a != b)
+            raise GraphError(
+                f"asset {name!r} has other joint names than asset {first!r} (joint {diff}: "
+                f"{skel.names[diff]!r} vs {skeleton.names[diff]!r}): a database and the clips beside it share "
+                "one skeleton", node, port, file,
+            )
     return skeleton, clips
+
+
+def _is_database(clips, *names):
+    """Whether any of the assets ``names`` is a motion-matching database (its clip carries ``database``)."""
+    return any(getattr(clips.get(n), "database", None) is not None for n in names)
 
 
 def _offsets(tables):

@@ -8,7 +8,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_MOCAP = Path(os.environ.get("ANIMGRAPH_SHARED", ROOT.parent / "shared")) / "data" / "mocap"
 
+# The demo's five bundled clips: the per-node fixtures below run over these.
 BUNDLED = ["walk", "walk_turn", "jog", "run", "run_stop"]
+# The four more bundled for the motion-matching database; ``ag.data.names()`` is BUNDLED + MM_BUNDLED.
+MM_BUNDLED = ["jog_turn_left", "jog_turn_right", "run_veer_right", "walk_stop"]
 TEST_ONLY = [
     "cmu_12_01_walk.bvh",
     "cmu_131_01_start_walk_stop.bvh",
@@ -29,7 +32,7 @@ def load_any(name):
     """(skeleton, clip) in metres with the T-pose dropped: a bundled name or a shared file name."""
     import animgraph as ag
 
-    if name in BUNDLED:
+    if name in BUNDLED + MM_BUNDLED:
         return ag.data.load(name)
     return ag.data.load_cmu(shared_path(name))
 

@@ -89,9 +89,14 @@ def test_versions_round_trip_as_loaded(tmp_path):
     assert json.loads(v1.to_json())["version"] == 1
     v2 = _graph(tmp_path, {"jog": {"path": "x.bvh", "units": 0.01, "names": "cmu"}})
     saved = json.loads(v2.to_json())
-    assert saved["version"] == graph_mod.VERSION == 2
+    assert saved["version"] == 2 and graph_mod.VERSION == 3  # saved as loaded, not as the newest
     assert saved["assets"] == {"jog": {"path": "x.bvh", "units": 0.01, "names": "cmu"}}
-    assert ag.Graph.from_dict({"format": "animgraph.graph", "version": 2}).to_dict()["version"] == 2
+    for version in (1, 2, 3):
+        assert ag.Graph.from_dict({"format": "animgraph.graph", "version": version}).to_dict()["version"] == version
+    v3 = _graph(tmp_path, {"jog": "animgraph:jog", "db": {"database": ["animgraph:jog"], "mirror": False}}, version=3)
+    assert json.loads(v3.to_json())["assets"]["db"] == {"database": ["animgraph:jog"], "mirror": False}
+    with pytest.raises(ag.GraphError, match="'database' asset needs version 3"):
+        _graph(tmp_path, {"jog": "animgraph:jog", "db": {"database": "x.npz"}}, version=2)
     schema = ag.Graph.json_schema()
     props = schema["$defs"]["AssetSpec"]["properties"]
     assert {"units", "first_frame", "names", "scale"} <= set(props)

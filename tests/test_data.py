@@ -11,11 +11,14 @@ from animgraph import names as nm
 from animgraph.bvh import load_bvh
 from animgraph.data import CMU_SCALE
 
-from conftest import BUNDLED, SHARED_MOCAP, TEST_ONLY, shared_path
+from conftest import BUNDLED, MM_BUNDLED, SHARED_MOCAP, TEST_ONLY, shared_path
+
+EVERY_BUNDLED = BUNDLED + MM_BUNDLED
 
 
 def test_names_and_paths():
-    assert ag.data.names() == ["walk", "walk_turn", "jog", "run", "run_stop"]
+    assert ag.data.names() == ["walk", "walk_turn", "jog", "run", "run_stop",
+                               "jog_turn_left", "jog_turn_right", "run_veer_right", "walk_stop"]
     for name in ag.data.names():
         assert ag.data.path(name).is_file()
 
@@ -41,19 +44,19 @@ def test_sources_sha256_match_the_files():
     sources = (ag.data.path("walk").parent / "SOURCES.md").read_text()
     assert "mocap.cs.cmu.edu" in sources and "NSF EIA-0196217" in sources
     sums = dict((f, h) for h, f in re.findall(r"([0-9a-f]{64})\s+(\S+\.bvh)", sources))
-    assert len(sums) == 5
-    for name in BUNDLED:
+    assert len(sums) == 9
+    for name in EVERY_BUNDLED:
         path = ag.data.path(name)
         assert sums[path.name] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_bundled_byte_identical_to_shared():
-    for name in BUNDLED:
+    for name in EVERY_BUNDLED:
         path = ag.data.path(name)
         assert path.read_bytes() == shared_path(path.name).read_bytes()
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", EVERY_BUNDLED)
 def test_load_metres_tpose_dropped(name):
     skel, clip = ag.data.load(name)
     _, raw = load_bvh(ag.data.path(name))

@@ -3,7 +3,8 @@
 A bundled clip also drops its first frames where the capture is broken (``_GLITCHED``):
 ``walk``'s first three frames hold the right arm at identity, two of the next five
 throw the left arm out for one frame, and its last frame throws the left hand: jumps that
-every loop of the clip would replay.
+every loop of the clip would replay.  ``jog_turn_left`` and ``walk_stop`` start with the right
+arm shaking for a few frames; those are dropped too.
 
 ``names()`` lists them, ``load(name)`` returns ``(Skeleton, Clip)`` with the
 canonical joint names of ``animgraph.names`` installed as aliases, ``path(name)``
@@ -31,11 +32,19 @@ _FILES = {
     "jog": "cmu_16_36_run_jog.bvh",
     "run": "cmu_16_45_run_jog.bvh",
     "run_stop": "cmu_16_57_run_jog_sudden_stop.bvh",
+    # For the motion-matching database (SOURCES.md allows exactly these four more).
+    "jog_turn_left": "cmu_16_41_jog_90deg_left_turn.bvh",
+    "jog_turn_right": "cmu_16_43_jog_90deg_right_turn.bvh",
+    "run_veer_right": "cmu_16_49_run_veer_right.bvh",
+    "walk_stop": "cmu_16_34_slow_walk_stop.bvh",
 }
 
 
 # (first good frame after the T-pose, frames dropped at the end) of bundled clips with capture glitches there.
-_GLITCHED = {"walk": (8, 1)}
+# jog_turn_left and walk_stop open with the whole right arm chain shaking (300-1000 m/s^2 at six joints at
+# once, frames 1-8 and 1-12); their ends are clean, as are the other new clips' (a check of per-frame
+# joint accelerations far above each joint's median).
+_GLITCHED = {"walk": (8, 1), "jog_turn_left": (9, 0), "walk_stop": (13, 0)}
 
 
 def names():
