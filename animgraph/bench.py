@@ -9,7 +9,9 @@
 3. the compiled executor against Python dispatch of the same chain (the ``ag.ops``
    functions called from a Python loop per frame), and the largest difference of results;
 4. start-up: plan + compile in a fresh process with an empty cache (cold), the same with
-   the cache filled (warm), and the Python overhead of one ``step()`` call.
+   the cache filled (warm), and the Python overhead of one ``step()`` call;
+5. motion-matching search (``animgraph.search``): brute, boxed and scan on a synthetic
+   gait-like database (``synthetic_database``), one query per call, one thread.
 
 Every time is the median of repeated runs.  Nothing here asserts a time.
 """
@@ -349,12 +351,127 @@ def bench_startup(quick):
     return results
 
 
+# ---------------------------------------------------------------- motion-matching search
+
+BOX_DIAGONAL = 6.5  # mean small-box diagonal of real gait data, normalised units
+QUERY_NOISE = 0.1  # std of the noise added per feature to a database frame to make a query, normalised units
+
+
+def synthetic_database(frames, dims, seed, latents=6):
+    """(features float32 (F, D), starts, stops int64): gait-like curves in clips of 200-600 frames at 60 fps.
+
+    Each clip moves ``latents`` oscillators (0.5-3 Hz, one speed factor 0.8-1.25 and
+    random phases per clip); every column is a fixed random mix of their sines and
+    cosines plus 2% noise, so columns are correlated as real features are.  Columns are
+    normalised (zero mean, unit std), then all scaled by one factor so that the mean
+    small-box diagonal, over boxes of ``search.SMALL`` frames, of
+    ``sqrt(sum_d (max_d - min_d)**2)`` is ``BOX_DIAGONAL``.  The last 10 frames of each
+    clip are not searchable (as a trajectory feature needs future frames).
+    """
+    from .search import SMALL, build_boxes
+
+    rng = np.random.default_rng(seed)
+    mix_sin, mix_cos = rng.normal(size=(latents, dims)), rng.normal(size=(latents, dims))
+    hertz = rng.uniform(0.5, 3.0, latents)
+    x = np.empty((frames, dims))
+    starts, stops, at = [], [], 0
+    while at < frames:
+        length = min(int(rng.integers(200, 601)), frames - at)
+        phase = 2 * np.pi * (hertz * rng.uniform(0.8, 1.25))[None, :] * (np.arange(length)[:, None] * DT)
+        phase += rng.uniform(0, 2 * np.pi, latents)
+        x[at:at + length] = np.sin(phase) @ mix_sin + np.cos(phase) @ mix_cos
+        starts.append(at)
+        stops.append(max(at, at + length - 10))
+        at += length
+    x += 0.02 * rng.normal(size=x.shape) * x.std(0)
+    x = ((x - x.mean(0)) / x.std(0)).astype(np.float32)
+    x *= np.float32(BOX_DIAGONAL / box_diagonal(x, SMALL, build_boxes))
+    return x, np.array(starts, np.int64), np.array(stops, np.int64)
+
+
+def box_diagonal(features, size, build_boxes):
+    """Mean over boxes of ``size`` frames of the box diagonal ``sqrt(sum_d (max - min)**2)`` (normalised units)."""
+    box_min, box_max = build_boxes(features, size)
+    return float(np.sqrt(((box_max.astype(np.float64) - box_min) ** 2).sum(axis=1)).mean())
+
+
+def bench_search_database(label, features, starts, stops, queries=300, seed=0, kinds=("brute", "boxed", "scan")):
+    """``mm/<kind>/<label>`` entries for any database: median us per query over ``queries`` queries, one thread.
+
+    A query is a searchable frame plus ``QUERY_NOISE`` normal noise per feature; the search
+    starts from that frame as the incumbent (margin 0, no transition cost), as a
+    motion-matching node searching from the frame it plays does.  Times are taken around
+    each call from Python; ``dispatch_us`` is the median of the same call over no ranges
+    (numba's argument unboxing), which a compiled caller does not pay.
+    """
+    from . import search
+
+    rng = np.random.default_rng(seed)
+    searchable = np.concatenate([np.arange(a, b) for a, b in zip(starts, stops)])
+    sources = rng.choice(searchable, queries)
+    query_rows = (features[sources] + rng.normal(0, QUERY_NOISE, (queries, features.shape[1]))).astype(np.float32)
+    small, large = search.build_boxes(features, search.SMALL), search.build_boxes(features, search.LARGE)
+    features_t = np.ascontiguousarray(features.T)
+    calls = {"brute": lambda s, e, *a: search.brute(features, s, e, *a),
+             "boxed": lambda s, e, *a: search.boxed(features, s, e, *a, *small, *large),
+             "scan": lambda s, e, *a: search.scan(features_t, s, e, *a)}
+    none = np.zeros(0, np.int64)
+    results, times, answers = [], {}, {}
+    for kind in kinds:
+        call = calls[kind]
+        per_query, found = [], []
+        for row, source in zip(query_rows, sources):
+            best_cost, best_index = search.incumbent(features, row, source, 0.0)
+            call(starts, stops, row, best_cost, best_index, 0.0)  # first call compiles or loads
+            start = time.perf_counter()
+            found.append(call(starts, stops, row, best_cost, best_index, 0.0))
+            per_query.append(time.perf_counter() - start)
+        dispatch = []
+        for _ in range(50):
+            start = time.perf_counter()
+            call(none, none, query_rows[0], np.float32(np.inf), -1, 0.0)
+            dispatch.append(time.perf_counter() - start)
+        times[kind], answers[kind] = statistics.median(per_query), found
+        us = times[kind] * 1e6
+        results.append({**_result(f"mm/{kind}/{label}", times[kind], 1, threads=1), "us_per_query": us,
+                        "dispatch_us": statistics.median(dispatch) * 1e6, "frames": len(features),
+                        "dims": features.shape[1], "queries": queries,
+                        "small_box_diagonal": box_diagonal(features, search.SMALL, search.build_boxes),
+                        "note": f"{len(features):,} frames x {features.shape[1]} features, median over {queries} queries"})
+    if "brute" in answers:
+        for r in results:
+            kind = r["name"].split("/")[1]
+            r["agrees_with_brute"] = answers[kind] == answers["brute"]
+    if "boxed" in times and "scan" in times:
+        for r in results:
+            if r["name"].startswith("mm/boxed/"):
+                r["boxed_over_scan"] = times["boxed"] / times["scan"]
+                r["note"] += f"; boxed/scan {r['boxed_over_scan']:.3f}"
+    return results
+
+
+def bench_search(quick):
+    """(5) brute, boxed and scan at 53,500 x 27; the full run adds 200,000 frames (brute and boxed) for scaling."""
+    import numba
+
+    numba.set_num_threads(1)  # the searches are serial; said for the record
+    try:
+        results = bench_search_database("53500", *synthetic_database(53500, 27, seed=1), queries=100 if quick else 500)
+        if not quick:
+            results += bench_search_database("200000", *synthetic_database(200000, 27, seed=2), queries=200,
+                                             kinds=("brute", "boxed"))
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return results
+
+
 def run_all(quick=False, progress=None):
     """Every benchmark: {'machine': ..., 'results': [...]}; ``progress(text)`` is told what runs."""
     say = progress or (lambda text: None)
     results = []
     for title, suite in (("ozz chain and Python dispatch", bench_chain), ("chain ops", bench_chain_ops),
                          ("shipped graphs", bench_graphs), ("step() overhead", bench_step_overhead),
+                         ("motion-matching search", bench_search),
                          ("start-up (cold compile takes minutes)", bench_startup)):
         if quick and suite is bench_chain_ops:
             continue
