@@ -558,7 +558,11 @@ class Sample(Node):
         """The root-relative clip (``root`` or seamless ``root_loop``) with its simulation bone."""
         if variant not in ("root", "root_loop"):
             return super().clip_variant(skeleton, clip, variant)
-        return root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
+        out = root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
+        if (clip.contacts is None or not all(t in clip.contact_joints for t in TOES)) and has_toes(skeleton):
+            # The contacts of the clip as captured, not of the seamless variant (``contact_table``).
+            out.contacts, out.contact_joints = foot_contacts(skeleton, clip, joints=TOES), list(TOES)
+        return out
 
     def params(self, ctx):
         r = ctx.clip(self, "clip", self.clip, self._variant())
