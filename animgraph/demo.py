@@ -15,8 +15,13 @@ prepares its locomotion set (``locomotion_clip``):
 All three clips then sit at the same root position for the same clock, so the
 graph's shared ``rate`` input is the ground speed in m/s, a gait switch moves the
 root by nothing, and the inertializer only hides the change of gait.  Contacts are
-detected on the original clips (``preprocess.foot_contacts``) and fed to the foot
-locks each frame from the selected clip at its clock.
+detected on the original clips (``preprocess.foot_contacts``, in seconds: the prepared
+clip is timed in metres) and carried by the prepared clip as its contact track, which
+the graph's sample nodes output at their clocks for the foot locks.  Without locks the
+graph's locks get a constant ``false`` contact instead (``unlocked``).
+
+Foot skate is measured on the result by ``animgraph.skate`` from the toe paths alone,
+with and without the locks (``skate_report``), as it would be on any BVH.
 
 The graph gets the prepared clips through ``compile(..., assets=...)``; run on its
 own (``animgraph run graphs/locomotion.json``) it plays the bundled clips as they are,
@@ -33,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import data, kform, preprocess
+from . import data, kform, preprocess, skate
 from .errors import AnimgraphError
 from .fileio import atomic_write_text, check_writable, write_together
 from .pose import FIELDS, Clip, Pose
@@ -119,7 +124,8 @@ def locomotion_clip(name, distance=100.0):
     out = Clip(skel, tiled[0], tiled[1], tiled[2], dt=length / n)
     out.name = f"{name} (straight cycle, 1 clip second = 1 m)"
     speed = length / (n * clip.dt)
-    return LocomotionClip(name, out, np.tile(contacts[a:b], (repeats, 1)), speed, (a, b), n * clip.dt)
+    out.contacts, out.contact_joints = np.tile(contacts[a:b], (repeats, 1)), ["left_toe", "right_toe"]
+    return LocomotionClip(name, out, out.contacts, speed, (a, b), n * clip.dt)
 
 
 # ---------------------------------------------------------------- schedule
@@ -145,16 +151,30 @@ def schedule(t, total, speeds):
 # ---------------------------------------------------------------- run
 
 
+def unlocked(graph):
+    """``graph`` (a Graph) with every foot lock's contact fed a constant ``false``: the locks never engage."""
+    from .graph import Graph
+
+    data = graph.to_dict()
+    locks = {n["id"] for n in data["nodes"] if n["type"] == "foot_lock"}
+    data["nodes"].append({"id": "no_contact", "type": "constant", "signal": "bool", "value": False})
+    data["links"] = [["no_contact.value", dst] if dst.split(".")[0] in locks and dst.endswith(".contact") else [src, dst]
+                     for src, dst in data["links"]]
+    return Graph.from_dict(data, file=graph.path)
+
+
 def simulate(frames, locks=True, clips=None, dt=DT):
     """Run graphs/locomotion.json for ``frames`` frames of ``dt`` s; returns a dict of per-frame arrays."""
     from . import graphs
+    from .graph import Graph
     from .runtime import compile as compile_graph
 
     total = frames * dt
     # Metres to cover: the start, then at most the fastest bundled gait (about 4 m/s) all along.
     clips = clips or {g: locomotion_clip(g, distance=START + total * 4.5 + 5.0) for g in GAITS}
     speeds = [clips[g].speed for g in GAITS]
-    plan = compile_graph(graphs.path("locomotion"), batch=1, assets={g: clips[g].clip for g in GAITS})
+    graph = Graph.load(graphs.path("locomotion"))
+    plan = compile_graph(graph if locks else unlocked(graph), batch=1, assets={g: clips[g].clip for g in GAITS})
     inst = plan.instance()
     # Start one cycle in: a looping clip's first segment interpolates from its last frame,
     # which on an unrolled clip is far ahead.  Every sample clock starts at the same metre.
@@ -170,10 +190,9 @@ def simulate(frames, locks=True, clips=None, dt=DT):
         lc = clips[GAITS[gait]]
         period = lc.clip.frames * lc.clip.dt
         key = int(round((clock % period) / lc.clip.dt)) % lc.clip.frames
-        contact = lc.contacts[key]  # recorded either way; fed to the locks only when ``locks``
+        contact = lc.contacts[key]  # recorded either way (the graph's samples give the locks theirs)
         start = time.perf_counter()
-        out = inst.step(dt, {"gait": gait, "rate": (speed, accel),
-                             "left_contact": locks and bool(contact[0]), "right_contact": locks and bool(contact[1])})
+        out = inst.step(dt, {"gait": gait, "rate": (speed, accel)})
         rec["step_s"][f] = time.perf_counter() - start
         for name in FIELDS:
             rec[name][f] = getattr(out["out"], name)
@@ -220,6 +239,7 @@ def analyse(rec):
         "fd_max": float(err.max()),
         "fd_worst": (skel.names[worst_joint], float((worst_frame + 2) * dt)),
         "distance": float(pos[-1, 0, 2] - pos[0, 0, 2]),
+        "skate": skate.report(pos[:, toes], dt, np.gradient(pos[:, 0], axis=0)),  # from the toe paths alone
     }
 
 
@@ -255,6 +275,7 @@ def main(out_dir="animgraph-demo", frames=900):
     print("  foot locks   " + ", ".join(
         f"{side} {a['locks'][i]} locks / {a['releases'][i]} releases" for i, side in enumerate(FEET)))
     print(f"  foot slide   toe ground speed in contact: {b['slide']:.3f} m/s unlocked -> {a['slide']:.3f} m/s locked")
+    print(f"  foot skate   {skate_line(b['skate'])} unlocked -> {skate_line(a['skate'])} locked")
     print(f"  velocities   every joint's propagated velocity vs 4th-order central differences at {FINE / DT:g} Hz: median "
           f"{fine['fd_median']:.4f} m/s, 99% {fine['fd_p99']:.3f} m/s, max {fine['fd_max']:.2f} m/s "
           f"({fine['fd_worst'][0]} at {fine['fd_worst'][1]:.2f} s)")
@@ -269,6 +290,12 @@ def main(out_dir="animgraph-demo", frames=900):
                     (files[1], lambda tmp: atomic_write_text(tmp, svg))], make_dirs=True)
     print(f"  wrote        {out_dir / 'demo.bvh'} ({frames} frames), {out_dir / 'demo.svg'}")
     return 0
+
+
+def skate_line(r):
+    """One line of an ``animgraph.skate.report``."""
+    return (f"{r['mean_mm']:.1f} mm/frame mean (max {r['max_mm']:.0f}) over {r['contact_frames']} low toe frames, "
+            f"hook {r.get('hook_mm', 0.0):.1f} mm")
 
 
 # ---------------------------------------------------------------- plot

@@ -203,18 +203,57 @@ def median_filter_bool(x, window):
     return votes > h
 
 
+def world_positions(skel, clip):
+    """World joint positions (F,J,3) m: model space, placed by the clip's simulation bone when it has one (a root-relative clip)."""
+    pos = global_positions(skel, clip)
+    if clip.root_pos is None:
+        return pos
+    out = np.empty_like(pos)
+    rot = np.ascontiguousarray(clip.root_rot, np.float32)
+    for j in range(pos.shape[1]):
+        _rotate_each(rot, np.ascontiguousarray(pos[:, j]), out[:, j])
+    return out + np.asarray(clip.root_pos, np.float32)[:, None]
+
+
+@njit(cache=True)
+def _rotate_each(rot, v, out):
+    """``out[k] = rot[k] * v[k]``: each row of ``v`` (F,3) rotated by its quaternion (F,4)."""
+    for k in range(rot.shape[0]):
+        store3(out, k, qrot(load4(rot, k), (v[k, 0], v[k, 1], v[k, 2])))
+
+
+def settle_starts(contacts, speed):
+    """Contacts (F,C) whose runs start no earlier than the toe's first speed minimum (``speed`` (F,C) m/s) in them.
+
+    A toe still slowing down is not planted yet: a lock taken there would be dragged on.
+    """
+    out = np.array(contacts, dtype=bool)
+    for c in range(out.shape[1]):
+        col = out[:, c]
+        starts = np.flatnonzero(col & ~np.concatenate([[False], col[:-1]]))
+        for s in starts:
+            f = s
+            while f + 1 < len(col) and col[f + 1] and speed[f + 1, c] < speed[f, c]:
+                f += 1
+            col[s:f] = False
+    return out
+
+
 def foot_contacts(skel, clip, joints=("left_toe", "right_toe"), speed=0.5, height=0.04, window=0.05):
     """Contacts (F,C) bool: joint speed below ``speed`` m/s and height above its lowest point below ``height`` m.
 
-    Speed is a central difference of the model-space positions; a median filter
-    over ``window`` seconds removes single-frame flicker.
+    Positions are in the world (``world_positions``: a root-relative clip is placed by its
+    simulation bone); speed is their central difference.  A median filter over ``window``
+    seconds removes single-frame flicker, then each contact starts where the toe's speed
+    stops falling (``settle_starts``).
     """
     idx = [skel.index(j) for j in joints]
-    pos = global_positions(skel, clip)[:, idx].astype(np.float64)
+    pos = world_positions(skel, clip)[:, idx].astype(np.float64)
     vel = np.gradient(pos, clip.dt, axis=0) if clip.frames > 1 else np.zeros_like(pos)
-    slow = np.linalg.norm(vel, axis=-1) < speed
+    norm = np.linalg.norm(vel, axis=-1)
+    slow = norm < speed
     low = pos[..., UP] - pos[..., UP].min(axis=0) < height
-    return median_filter_bool(slow & low, _odd_frames(window, clip.dt))
+    return settle_starts(median_filter_bool(slow & low, _odd_frames(window, clip.dt)), norm)
 
 
 # ---------------------------------------------------------------- mirroring

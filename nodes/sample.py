@@ -34,6 +34,11 @@ travels plays on without snapping back (a looping variant is also made seamless:
 mismatch between its last and first frame is spread over the clip), and a switch or
 blend of motions (``select``/``blend`` with ``signal: motion``, carried through
 ``inertialize``/``dead_blend``) changes the velocity, never the position.
+
+Contacts (``contacts: true``): per clip a table of the toes' contacts (``contact_table``:
+``preprocess.foot_contacts`` in the world, so also of a root-relative variant, or the clip's
+own track), output as ``left_contact``/``right_contact`` at the key *nearest* the sampled
+time: the same time as the pose, so looping, rate and the ``time`` input move them alike.
 """
 
 import math
@@ -76,7 +81,8 @@ from animgraph.node import (
     register,
     slot,
 )
-from animgraph.preprocess import motion_track, root_motion_clip
+from animgraph.errors import GraphError
+from animgraph.preprocess import foot_contacts, motion_track, root_motion_clip
 from animgraph.pose import Clip, Pose, number, numbers
 from animgraph.stencil import stencil
 
@@ -84,20 +90,24 @@ ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
 KEY_WIDTH = 16  # key table columns: rot (4), r1 (3), m0 (3), m1 (3), log scl (3)
 ROT, R1, M0, M1, LOG_SCL = 0, 4, 7, 10, 13
+TOES = ("left_toe", "right_toe")  # contacts by canonical joint names
 TABLE_SAMPLES_PER_FRAME = 3  # ops.sample builds the key table for at least frames / 3 times (break-even)
 
 INPUTS = (
     Port("time", "scalar", "", "sampling time (s) and its rate; unlinked and null: own clock", True),
     Port("rate", "scalar", "", "playback rate of the own clock (default: field rate)", True),
 )
-# The motion output exists only with root_motion (``Sample.outputs``): it is always second.
+# The motion output exists only with root_motion, the contacts only with contacts (``Sample.outputs``):
+# motion is second when present, the contacts follow.
 OUTPUTS = (
     Port("pose", "pose", "local", "sampled local pose with velocities"),
     Port("motion", "motion", "", "root motion: the simulation bone's velocity and angular velocity in its own frame"),
+    Port("left_contact", "bool", "", "the left toe is planted at the sampled time (the clip's nearest key)"),
+    Port("right_contact", "bool", "", "the right toe is planted at the sampled time (the clip's nearest key)"),
 )
 IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # The clip's frames in the graph's frame array, its frame time (s), and the flags and rate of the fields.
-PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, rate=1, root_motion=1)
+PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, rate=1, root_motion=1, contacts=1)
 ST = fields("SampleSt", clock=1)  # the own clock (s)
 
 
@@ -240,13 +250,38 @@ def root_motion_table(clip):
     return motion_track(clip.root_pos, clip.root_rot, clip.dt)
 
 
+def contact_table(clip):
+    """(F, 2) 1.0 where the left / right toe is planted (``preprocess.foot_contacts``), else 0; all 0 without toes.
+
+    A clip that carries its own contact track for both toes (``clip.contacts``) gives that instead.
+    """
+    skel = clip.skeleton
+    if clip.contacts is not None and all(t in clip.contact_joints for t in TOES):
+        cols = [list(clip.contact_joints).index(t) for t in TOES]
+        return np.asarray(clip.contacts, bool)[:, cols].astype(np.float32)
+    if not has_toes(skel):
+        return np.zeros((clip.frames, 2), np.float32)  # only a node asking for contacts needs toes (``params``)
+    return foot_contacts(skel, clip, joints=TOES).astype(np.float32)
+
+
+def has_toes(skel):
+    """Whether ``skel`` has both toes by their canonical names."""
+    try:
+        for t in TOES:
+            skel.index(t)
+    except ValueError:
+        return False
+    return True
+
+
 # The sample node's per-frame tables (``db[KEYS]`` ... in its kernel), computed per clip at plan time.
 CLIP_TABLES = (
     ClipTable("keys", ("joints", KEY_WIDTH), lambda clip: key_table(clip)[0]),
     ClipTable("unit_scale", (), unit_scale_table),
     ClipTable("root_motion", (6,), root_motion_table),
+    ClipTable("contacts", (2,), contact_table),
 )
-KEYS, UNIT_SCALE, ROOT_MOTION = db_indices(CLIP_TABLES)
+KEYS, UNIT_SCALE, ROOT_MOTION, CONTACTS = db_indices(CLIP_TABLES)
 
 
 @njit(cache=True)
@@ -425,6 +460,25 @@ def put_motion(sig, at, db, start, frames, key_dt, t, rate, cubic, loop):
 
 
 @njit(cache=True)
+def nearest_key(t, frames, key_dt, loop):
+    """The key nearest to time ``t`` (s): wrapped like the pose when looping, clamped to the clip otherwise."""
+    u = math.floor(t / key_dt + 0.5)
+    if loop:
+        k = u - frames * math.floor(u / frames)
+        return int(k) if 0.0 <= k < frames else 0  # rounding of a time too large to wrap exactly
+    return int(min(max(u, 0.0), frames - 1.0))
+
+
+@njit(cache=True)
+def put_contacts(sig, left, right, db, start, frames, key_dt, t, loop):
+    """Write the contacts (1.0 / 0.0) of the key nearest ``t`` (from ``db[CONTACTS]``) to ``sig[left]``, ``sig[right]``."""
+    if len(db) > CONTACTS:  # a constant when numba compiles: a db without the table leaves them 0
+        row = db[CONTACTS][start + nearest_key(t, frames, key_dt, loop)]
+        sig[left] = 1.0 if row[0] > 0.5 else 0.0
+        sig[right] = 1.0 if row[1] > 0.5 else 0.0
+
+
+@njit(cache=True)
 def sample_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: sample the clip at the time port's time, or on the own clock (advanced by rate * dt)."""
     start = int(par[PAR.start])
@@ -449,6 +503,9 @@ def sample_node(ins, outs, par, st, pose, sig, db, dt):
     sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
     if root_motion:
         put_motion(sig, outs[OUT.motion], db, start, frames, key_dt, t, rate, cubic, loop)
+    if par[PAR.contacts] > 0.5:
+        c = 2 if root_motion else 1  # the contact ports follow the optional motion port
+        put_contacts(sig, outs[c], outs[c + 1], db, start, frames, key_dt, t, loop)
     if ins[IN.time] < 0:
         st[ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
 
@@ -474,15 +531,21 @@ class Sample(Node):
         description="separate the simulation bone: the pose comes out relative to it (root joints) and its "
         "motion comes out of the 'motion' port, for the output node to integrate; a looping clip is made seamless",
     )
+    contacts: bool = Field(
+        False,
+        description="output 'left_contact' and 'right_contact': the toes' contacts (preprocess.foot_contacts of the "
+        "clip, or its own contact track) at the key nearest the sampled time",
+    )
 
     CATEGORY = "sources"
     FIELD_KINDS = {"clip": "clip", "mode": "enum"}
     INPUTS = INPUTS
     MOTION: ClassVar[Port] = OUTPUTS[OUT.motion]
+    CONTACTS: ClassVar[tuple] = OUTPUTS[OUT.left_contact:]
     OUTPUTS = OUTPUTS[:OUT.motion]
 
     def outputs(self):
-        return self.OUTPUTS + ((self.MOTION,) if self.root_motion else ())
+        return self.OUTPUTS + ((self.MOTION,) if self.root_motion else ()) + (self.CONTACTS if self.contacts else ())
 
     def _variant(self):
         return ("root_loop" if self.loop else "root") if self.root_motion else ""
@@ -495,12 +558,19 @@ class Sample(Node):
         """The root-relative clip (``root`` or seamless ``root_loop``) with its simulation bone."""
         if variant not in ("root", "root_loop"):
             return super().clip_variant(skeleton, clip, variant)
-        return root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
+        out = root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
+        if (clip.contacts is None or not all(t in clip.contact_joints for t in TOES)) and has_toes(skeleton):
+            # The contacts of the clip as captured, not of the seamless variant (``contact_table``).
+            out.contacts, out.contact_joints = foot_contacts(skeleton, clip, joints=TOES), list(TOES)
+        return out
 
     def params(self, ctx):
         r = ctx.clip(self, "clip", self.clip, self._variant())
+        if self.contacts and not has_toes(ctx.skeleton):
+            raise GraphError(f"contacts need the skeleton's toes {' and '.join(TOES)} (canonical names)",
+                             node=self.id, port="contacts")
         return PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
-                        rate=self.rate, root_motion=self.root_motion)
+                        rate=self.rate, root_motion=self.root_motion, contacts=self.contacts)
 
     def state(self, ctx, time=0.0):
         """The own clock (s), set so that the first frame after a reset shows exactly ``time``."""

@@ -148,16 +148,13 @@ def test_schema_validates_the_graph(name):
 
 
 def _drive(name, frame, batch):
-    """Inputs that exercise each graph: switches, weights that move, contacts that come and go."""
+    """Inputs that exercise each graph: switches and weights that move (contacts come from the clips)."""
     phase = (frame // 30) % 3
     inputs = {}
     if name.startswith("select_"):
         inputs["clip"] = phase
     if name in ("blend", "additive"):
         inputs["alpha"] = (0.5 + 0.4 * np.sin(frame / 20.0), 0.4 * 3.0 * np.cos(frame / 20.0))
-    if name in ("ik_lookat_footlock", "locomotion"):
-        inputs["left_contact"] = (frame // 20) % 2 == 0
-        inputs["right_contact"] = (frame // 20) % 2 == 1
     if name == "locomotion":
         inputs["gait"] = np.arange(batch) % 3 if frame < 40 else phase
         inputs["rate"] = 1.0 + 0.1 * phase

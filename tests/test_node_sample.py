@@ -331,7 +331,7 @@ class Harness:
 def test_params_layout():
     clip = synthetic_clip()
     h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=False, rate=0.5))
-    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0.5, 0])
+    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0.5, 0, 0])
 
 
 @pytest.mark.parametrize("mode,loop", MODES)
@@ -545,3 +545,69 @@ def test_huge_times_read_inside_the_clip(t, loop):
     if abs(t) > 1e6:
         with pytest.raises(ValueError):  # the API keeps times within +-1e6 s
             ag.ops.sample(synthetic_clip(), t)
+
+
+# ------------------------------------------------------------------ contacts
+
+
+def contact_plan(loop=True, rate=1.0, root_motion=False):
+    """A walk sample with contacts, its two contact outputs as graph outputs."""
+    g = ag.Graph.from_dict({
+        "format": "animgraph.graph", "version": 2, "assets": {"walk": "animgraph:walk"},
+        "nodes": [{"id": "s", "type": "sample", "clip": "walk", "loop": loop, "rate": rate, "contacts": True,
+                   "root_motion": root_motion},
+                  {"id": "left", "type": "output", "signal": "bool"}, {"id": "right", "type": "output", "signal": "bool"},
+                  {"id": "out", "type": "output"}],
+        "links": [["s.left_contact", "left.value"], ["s.right_contact", "right.value"], ["s.pose", "out.pose"]]})
+    return ag.compile(g)
+
+
+@pytest.mark.parametrize("root_motion", [False, True])
+def test_contacts_are_the_clips_at_the_nearest_key_and_wrap(root_motion):
+    # Own clock at the clip's frame time: one key per step, twice round the loop.  The
+    # root-relative variant gives the same contacts (they are found in the world).
+    skel, clip = ag.data.load("walk")
+    want = ag.preprocess.foot_contacts(skel, clip)
+    assert want.any() and not want.all()
+    inst = contact_plan(root_motion=root_motion).instance()
+    inst.reset(0.0)
+    for f in range(2 * clip.frames + 5):
+        out = inst.step(clip.dt)
+        got = [bool(np.asarray(out[side]).reshape(-1)[0]) for side in ("left", "right")]
+        assert got == list(want[f % clip.frames]), f
+
+
+def test_contacts_follow_rate_and_the_time_input():
+    skel, clip = ag.data.load("walk")
+    want = ag.preprocess.foot_contacts(skel, clip)
+    inst = contact_plan(rate=-2.0).instance()
+    inst.reset(0.0)
+    for n in range(clip.frames):  # backwards two keys a step, wrapping below 0; a third of a key off: still nearest
+        out = inst.step(clip.dt)
+        key = (-2 * n) % clip.frames
+        assert bool(np.asarray(out["left"]).reshape(-1)[0]) == want[key, 0], n
+    h = Harness(clip, Sample(id="s", clip="c", loop=False, contacts=True))
+    from animgraph.nodes.sample import CLIP_TABLES
+
+    def padded(t):  # the clip's table placed like its frames (after 7 junk frames, 3 after)
+        a = t.build(clip)
+        z = lambda n: np.zeros((n,) + a.shape[1:], np.float32)  # noqa: E731
+        return np.ascontiguousarray(np.concatenate([z(7), a, z(3)]))
+
+    h.db = h.db[:3] + (skel.parents.astype(np.int64),) + tuple(padded(t) for t in CLIP_TABLES)
+    h.outs = np.array([1, 4, 5], np.int64)  # pose slot 1, the contacts at sig[4], sig[5]
+    h.reset(0.0)
+    h.ins[0] = 2
+    for t in (0.0, 0.4 * clip.dt, 0.6 * clip.dt, 100.3 * clip.dt, -1.0, 1e3):
+        h.sig[2:4] = (t, 1.0)
+        h.step(1 / 60)
+        key = int(min(max(round(t / clip.dt), 0), clip.frames - 1))  # clamped when not looping
+        assert list(h.sig[4:6]) == list(want[key].astype(float)), t
+
+
+def test_contacts_need_toes():
+    clip = synthetic_clip()
+    ctx = BuildContext(skeleton=clip.skeleton, clips={"c": ClipRange(0, clip.frames, clip.dt, clip)})
+    with pytest.raises(ag.GraphError, match="'s'.*'contacts'.*left_toe"):
+        Sample(id="s", clip="c", contacts=True).params(ctx)
+    assert Sample(id="s", clip="c").params(ctx)[PAR.contacts] == 0.0

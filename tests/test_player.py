@@ -16,9 +16,8 @@ DT = 1 / 60
 
 
 def script(f):
-    """Inputs of the locomotion graph at frame f: gait switches, a speed change, contacts that come and go."""
-    return {"gait": (f // 25) % 3, "rate": 1.0 + 0.01 * (f % 50), "left_contact": (f // 10) % 2 == 0,
-            "right_contact": (f // 10) % 2 == 1}
+    """Inputs of the locomotion graph at frame f: gait switches and a speed change (contacts come from the clips)."""
+    return {"gait": (f // 25) % 3, "rate": 1.0 + 0.01 * (f % 50)}
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +194,7 @@ def test_channels_and_histories(plan):
     player = play(Player(plan), 70)
     names = player.channels()
     assert {f"speed:{j}" for j in player.joints} <= set(names)
-    assert {"input:gait", "input:rate", "input:left_contact", "signal:pick.changed", "pop:excess"} <= set(names)
+    assert {"input:gait", "input:rate", "signal:pick_left.value", "signal:pick.changed", "pop:excess"} <= set(names)
     assert len(names) == len(set(names))
     for name in names:
         assert player.history(name).shape == (player.frames_recorded(),) == (71,)
