@@ -237,10 +237,17 @@ def _cmd_run(args):
 
 def _args_demo(p):
     p.add_argument("--out", default="animgraph-demo", help="directory for demo.bvh and demo.svg (default ./animgraph-demo)")
-    p.add_argument("--frames", type=int, default=900, help="frames at 60 Hz (default 900: 15 s)")
+    p.add_argument("--frames", type=int, default=None,
+                   help="frames at 60 Hz (default: the whole stick script, 990; with --gaits 900)")
+    p.add_argument("--gaits", action="store_true",
+                   help="the clip-switching demo instead (graphs/gaits.json: walk, jog, run on prepared loops)")
 
 
 def _cmd_demo(args):
+    if args.gaits:
+        from . import gaits_demo
+
+        return gaits_demo.main(args.out, 900 if args.frames is None else args.frames)
     from . import demo
 
     return demo.main(args.out, args.frames)
@@ -394,7 +401,8 @@ COMMANDS = [
     ("validate", "check a graph file: prints OK and its size, or the one-line error", _args_validate, _cmd_validate),
     ("schema", "print the JSON Schema of graph files", _args_schema, _cmd_schema),
     ("run", "evaluate a graph for N frames, optionally writing .bvh or .npz", _args_run, _cmd_run),
-    ("demo", "the locomotion graph on the bundled clips: prints what it did, writes a BVH and a plot", _args_demo,
+    ("demo", "a scripted stick steering the motion-matching locomotion graph: prints what it did, writes a BVH and "
+     "a plot", _args_demo,
      _cmd_demo),
     ("bench", "the benchmark suite (ns per character per frame, compile and start-up times)", _args_bench, _cmd_bench),
     ("verify", "every node's propagated velocities against central differences, as a table", _args_verify, _cmd_verify),

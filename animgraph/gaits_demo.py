@@ -173,7 +173,7 @@ def simulate(frames, locks=True, clips=None, dt=DT):
     # Metres to cover: the start, then at most the fastest bundled gait (about 4 m/s) all along.
     clips = clips or {g: locomotion_clip(g, distance=START + total * 4.5 + 5.0) for g in GAITS}
     speeds = [clips[g].speed for g in GAITS]
-    graph = Graph.load(graphs.path("locomotion"))
+    graph = Graph.load(graphs.path("gaits"))
     plan = compile_graph(graph if locks else unlocked(graph), batch=1, assets={g: clips[g].clip for g in GAITS})
     inst = plan.instance()
     # Start one cycle in: a looping clip's first segment interpolates from its last frame,
@@ -265,7 +265,7 @@ def main(out_dir="animgraph-demo", frames=900):
 
     from . import graphs
 
-    print(f"animgraph demo: {graphs.path('locomotion')}")
+    print(f"animgraph demo: {graphs.path('gaits')}")
     print("  clips        " + ", ".join(
         f"{g} {clips[g].speed:.2f} m/s (cycle {clips[g].seconds:.2f} s)" for g in GAITS)
         + ": straight, seamless, timed in metres (rate = speed)")

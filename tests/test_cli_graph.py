@@ -90,7 +90,7 @@ def test_run_bvh_of_the_chosen_pose_output(capsys, tmp_path):
         status, text, err = run_cli(capsys, "run", path, "--frames", 5, "--out", tmp_path / "x.bvh",
                                     "--pose-output", name)
         assert_one_line_error(status, text, err, [str(path)] + words)
-    loco = graphs.path("locomotion")
+    loco = graphs.path("gaits")
     status, text, err = run_cli(capsys, "run", loco, "--frames", 2, "--out", tmp_path / "x.bvh",
                                 "--pose-output", "left_locked")
     assert_one_line_error(status, text, err, [str(loco), "'left_locked'", "vec3", "not a pose", "pose outputs: out"])
@@ -99,7 +99,7 @@ def test_run_bvh_of_the_chosen_pose_output(capsys, tmp_path):
 
 def test_run_writes_npz_of_every_output(capsys, tmp_path):
     out = tmp_path / "loco.npz"
-    status, _, err = run_cli(capsys, "run", graphs.path("locomotion"), "--frames", 12, "--batch", 3, "--dt", 0.02,
+    status, _, err = run_cli(capsys, "run", graphs.path("gaits"), "--frames", 12, "--batch", 3, "--dt", 0.02,
                              "--input", "gait=2", "--out", out)
     assert status == 0, err
     data = np.load(out)
@@ -202,9 +202,9 @@ BAD_RUNS = {
     "zero dt": (["run", BLEND, "--frames", 3, "--dt", 0], ["--dt", "> 0"]),
     "negative dt": (["run", BLEND, "--frames", 3, "--dt", -0.5], ["--dt", "> 0"]),
     "overflowing dt": (["run", BLEND, "--frames", 3, "--dt", "1e309"], ["--dt", "finite", "inf"]),
-    "int input not whole": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1.5"],
+    "int input not whole": (["run", graphs.path("gaits"), "--frames", 3, "--input", "gait=1.5"],
                             ["'gait'", "gait=1.5", "whole number"]),
-    "int input too big": (["run", graphs.path("locomotion"), "--frames", 3, "--input", "gait=1e20"],
+    "int input too big": (["run", graphs.path("gaits"), "--frames", 3, "--input", "gait=1e20"],
                           ["'gait'", "gait=1e+20", "whole number"]),
     "bool input not 0 or 1": (["run", "{flag_graph}", "--frames", 3, "--input", "flag=2"], ["'flag'", "true, false"]),
     "infinite input": (["run", BLEND, "--frames", 3, "--input", "alpha=1e999"], ["'alpha'", "not finite"]),

@@ -100,7 +100,7 @@ def test_port_errors_name_node_and_port():
 
 
 def test_make_plan_never_compiles_and_records_every_output():
-    g = ag.Graph.load(graphs.path("locomotion"))
+    g = ag.Graph.load(graphs.path("gaits"))
     plan = make_plan(g, reuse_slots=False)
     assert plan.executor is None and not plan.reuse_slots
     want = {(nid, name) for nid in plan.order for name in plan.checked.outputs[nid]}

@@ -8,7 +8,7 @@ run (the error shrank with the step, so it was the differences', not the velocit
 import numpy as np
 import pytest
 
-from animgraph import demo
+from animgraph import gaits_demo as demo
 
 FRAMES = 900
 

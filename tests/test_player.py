@@ -22,7 +22,7 @@ def script(f):
 
 @pytest.fixture(scope="module")
 def plan():
-    return ag.compile(graphs.path("locomotion"), reuse_slots=False)
+    return ag.compile(graphs.path("gaits"), reuse_slots=False)
 
 
 def play(player, frames):
@@ -135,9 +135,9 @@ def test_frames_before_the_recording_restart_there(plan):
 def test_replan_keeps_time_placement_and_inputs(plan):
     player = play(Player(plan), 40)
     root, time, inputs = player.pos[0].copy(), player.time, dict(player.inputs)
-    data = ag.Graph.load(graphs.path("locomotion")).to_dict()
+    data = ag.Graph.load(graphs.path("gaits")).to_dict()
     next(n for n in data["nodes"] if n["id"] == "smooth")["duration"] = 0.1
-    edited = ag.compile(ag.Graph.from_dict(data, file=graphs.path("locomotion")), reuse_slots=False)
+    edited = ag.compile(ag.Graph.from_dict(data, file=graphs.path("gaits")), reuse_slots=False)
     player.replan(edited)
     assert (player.frame, player.time, player.first, player.frames_recorded()) == (40, time, 40, 1)
     assert player.inputs == inputs and player.plan is edited

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import animgraph as ag
-from animgraph import demo, graphs
+from animgraph import gaits_demo as demo, graphs
 from animgraph.pops import FLOOR, REL, PopFinder, excess, world
 
 DT = 1 / 60
@@ -152,7 +152,7 @@ def test_locomotion_as_the_demo_drives_it_names_none():
     total = frames * DT
     clips = {g: demo.locomotion_clip(g, distance=demo.START + total * 4.5 + 5.0) for g in demo.GAITS}
     speeds = [clips[g].speed for g in demo.GAITS]
-    plan = ag.compile(graphs.path("locomotion"), reuse_slots=False, assets={g: clips[g].clip for g in demo.GAITS})
+    plan = ag.compile(graphs.path("gaits"), reuse_slots=False, assets={g: clips[g].clip for g in demo.GAITS})
     inst, finder = plan.instance(), PopFinder(plan)
     clock = demo.START
     inst.reset(clock)

@@ -109,7 +109,7 @@ def test_output_velocities_match_central_differences_with_root_motion():
 
 def locomotion_run(dt, seconds):
     """The shipped locomotion graph at ``dt``: walk, switching to jog just after walk's first wrap, then run, walk."""
-    plan = ag.compile(graphs.path("locomotion"))
+    plan = ag.compile(graphs.path("gaits"))
     inst = plan.instance()
     walk = plan.clips["walk"]
     period = walk.frames * walk.dt

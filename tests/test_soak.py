@@ -51,7 +51,7 @@ def clock_error(clock, expected, period):
 
 @pytest.mark.slow
 def test_locomotion_soak_million_frames():
-    plan = ag.compile(graphs.path("locomotion"), batch=BATCH)
+    plan = ag.compile(graphs.path("gaits"), batch=BATCH)
     inst = plan.instance(parallel=False)  # threads cost more than they save for 4 characters
     dt = Fraction(1, 60)
     samples = {nid: plan.ops[plan.op(nid), OP_STATE] for nid in ("walk", "jog", "run")}
