@@ -17,7 +17,8 @@ def test_bench_json_structure(capsys):
         assert key in machine
     results = {r["name"]: r for r in data["results"]}
     expected = {"chain65/1", "chain65/1000", "chain65/1000/all-threads", "dispatch/chain65/python",
-                "step/overhead", "step/overhead+input", "startup/warm"}
+                "step/overhead", "step/overhead+input", "startup/warm",
+                "mm/brute/53500", "mm/boxed/53500", "mm/scan/53500"}
     expected |= {f"graph/{name}/{batch}" for name in graphs.names() for batch in (1, 64)}
     assert expected <= set(results)
     for name, r in results.items():
@@ -30,6 +31,11 @@ def test_bench_json_structure(capsys):
             assert r["batch"] >= 1 and math.isclose(r["us_per_step"] * 1e3 / r["batch"], r["ns_per_character"])
     assert results["chain65/1"]["threads"] == 1 and results["chain65/1000"]["threads"] == 1
     assert results["chain65/1000"]["batch"] == 1000 and results["chain65/1"]["joints"] == 65
+    for kind in ("brute", "boxed", "scan"):
+        r = results[f"mm/{kind}/53500"]
+        assert r["us_per_query"] > 0 and r["agrees_with_brute"] and r["frames"] == 53500 and r["dims"] == 27
+    assert math.isclose(results["mm/boxed/53500"]["small_box_diagonal"], 6.5, rel_tol=1e-3)
+    assert results["mm/boxed/53500"]["boxed_over_scan"] > 0
     # The executor computes what the ag.ops functions composed by hand compute.
     assert results["dispatch/chain65/python"]["max_abs_diff"] < 1e-4
 
