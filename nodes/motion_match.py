@@ -32,7 +32,7 @@ from pydantic import Field
 
 from animgraph.errors import GraphError
 from animgraph.kernels import KFORM, copy_pose, state_pose
-from animgraph.limits import TRAJECTORY_REST, seconds_field
+from animgraph.limits import seconds_field
 from animgraph.maths import qinv, qlog, qexp, qmul, store_kform, vadd, vexp, vlog, vscale, vsub
 from animgraph.node import (DB_POS, DB_ROT, DB_SCL, TRAJECTORY, ClipTable, Node, Port, db_indices, fields,
                             port_indices, register, slot)
@@ -131,20 +131,18 @@ def trajectory_columns(db):
 
 
 def rest_frame(db):
-    """The searchable frame whose trajectory features are nearest to standing still, facing ahead (cached on ``db``).
+    """The searchable frame that moves least (root speed plus turn rate times 1 m), cached on ``db``.
 
     The first search of a reset asks from this frame's pose: a character appears standing
     unless its input asks otherwise, instead of in whatever pose the first clip starts in.
     """
     if getattr(db, "_rest_frame", None) is None:
-        columns, offset, scale = trajectory_columns(db)
-        rest = (np.asarray(TRAJECTORY_REST) - offset) / scale
-        cols = columns >= 0
-        cost = ((db.features[:, columns[cols].astype(int)] - rest[cols]) ** 2).sum(axis=1)
-        searchable = np.zeros(len(cost), bool)
+        motion = np.asarray(db.motion, np.float64)
+        still = np.linalg.norm(motion[:, :3], axis=1) + np.linalg.norm(motion[:, 3:], axis=1)
+        searchable = np.zeros(len(still), bool)
         for a, b in zip(db.search_starts, db.search_stops):
             searchable[a:b] = True
-        db._rest_frame = int(np.argmin(np.where(searchable, cost, np.inf)))
+        db._rest_frame = int(np.argmin(np.where(searchable, still, np.inf)))
     return db._rest_frame
 
 

@@ -18,7 +18,7 @@ from animgraph.graph import json_schema
 from animgraph.runner import validate
 
 NAMES = graphs.names()
-EXPECTED = {"blend", "select_inertialize", "select_dead_blend", "additive", "ik_lookat_footlock", "locomotion",
+EXPECTED = {"blend", "select_inertialize", "select_dead_blend", "additive", "ik_lookat_footlock", "locomotion", "gaits",
             "controller"}
 
 
@@ -155,10 +155,10 @@ def _drive(name, frame, batch):
         inputs["clip"] = phase
     if name in ("blend", "additive"):
         inputs["alpha"] = (0.5 + 0.4 * np.sin(frame / 20.0), 0.4 * 3.0 * np.cos(frame / 20.0))
-    if name == "locomotion":
+    if name == "gaits":
         inputs["gait"] = np.arange(batch) % 3 if frame < 40 else phase
         inputs["rate"] = 1.0 + 0.1 * phase
-    if name == "controller":  # the stick swinging round and let go, the camera turning
+    if name in ("controller", "locomotion"):  # the stick swinging round and let go, the camera turning
         turn = frame / 40.0 + np.arange(batch)[:, None]
         inputs["stick"] = 0.5 * (phase != 2) * np.concatenate([np.sin(turn), 0 * turn, np.cos(turn)], -1)
         inputs["camera_yaw"] = (0.3 * phase, 0.1)
