@@ -317,11 +317,10 @@ class GraphView:
     def refresh_assets(self):
         dpg.delete_item("assets", children_only=True)
         for name, spec in self.doc.graph.assets.items():
-            path = spec if isinstance(spec, str) else spec.path
             with dpg.group(horizontal=True, parent="assets"):
-                dpg.add_text(f"{name}: {path}")
+                dpg.add_text(f"{name}: {_asset_label(spec)}")
                 if not isinstance(spec, str):
-                    opts = spec.model_dump(exclude_defaults=True, exclude={"path"})
+                    opts = spec.model_dump(exclude_defaults=True, exclude={"path", "database"})
                     if opts:
                         dpg.add_text(str(opts), color=(150, 150, 150))
                 dpg.add_button(label="x", small=True, user_data=name, callback=lambda s, a, u: self.act("remove_asset", u))
@@ -375,3 +374,13 @@ def _free_name(name, taken):
     while name in taken:
         name, k = f"{base}_{k}", k + 1
     return name
+
+
+def _asset_label(spec):
+    """What an asset is, in a few words: its path, or a motion database's file or clip count."""
+    if isinstance(spec, str):
+        return spec
+    database = getattr(spec, "database", None)
+    if database is None:
+        return spec.path
+    return f"database {database}" if isinstance(database, str) else f"database of {len(database)} clips"

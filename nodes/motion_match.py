@@ -330,6 +330,7 @@ class MotionMatch(Node):
 
     CATEGORY = "locomotion"
     FIELD_KINDS = {"database": "clip"}
+    EXAMPLE = {"database": "db"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
     CLIP_TABLES = CLIP_TABLES

@@ -118,13 +118,25 @@ def test_demo_writes_bvh_and_svg(capsys, tmp_path):
     out = tmp_path / "demo"
     status, text, err = run_cli(capsys, "demo", "--out", out, "--frames", 160)
     assert status == 0, err
-    for words in ("walk -> jog", "jog -> run", "run -> walk", "locks", "foot slide", "velocities", "us per frame"):
+    for words in ("searches", "transitions", "foot skate", "deviation", "us per frame"):
+        assert words in text
+    skel, clip = ag.load_bvh(out / "demo.bvh")
+    assert clip.frames == 160 and len(skel) == 31
+    root = ET.parse(out / "demo.svg").getroot()
+    assert root.tag.endswith("svg") and len(root.findall("{http://www.w3.org/2000/svg}polyline")) >= 2
+    assert sorted(p.name for p in out.iterdir()) == ["demo.bvh", "demo.svg"]
+
+
+def test_demo_gaits_writes_bvh_and_svg(capsys, tmp_path):
+    out = tmp_path / "demo"
+    status, text, err = run_cli(capsys, "demo", "--gaits", "--out", out, "--frames", 160)
+    assert status == 0, err
+    for words in ("walk -> jog", "jog -> run", "run -> walk", "locks", "foot skate", "velocities", "us per frame"):
         assert words in text
     skel, clip = ag.load_bvh(out / "demo.bvh")
     assert clip.frames == 160 and len(skel) == 31
     root = ET.parse(out / "demo.svg").getroot()
     assert root.tag.endswith("svg") and len(root.findall("{http://www.w3.org/2000/svg}polyline")) >= 5
-    assert sorted(p.name for p in out.iterdir()) == ["demo.bvh", "demo.svg"]
 
 
 def _graph_file(tmp_path, text):
@@ -151,7 +163,7 @@ BAD_GRAPHS = {
     "cycle": (_blend_with(lambda d: d["links"].__setitem__(0, ["mix.pose", "mix.a"])), ["cycle", "mix"]),
     "missing asset": (_blend_with(lambda d: d["assets"].update(walk="nowhere/walk.bvh")),
                       ["'walk'", "file not found"]),
-    "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", "(version 2)"]),
+    "newer version": (_blend_with(lambda d: d.update(version=7)), ["version 7", f"(version {ag.graph.VERSION})"]),
     "nested too deeply": ("[" * 100000 + "]" * 100000, ["nested deeper than"]),
 }
 

@@ -97,3 +97,66 @@ def test_main_prints_and_writes_a_bvh_whose_toes_give_the_printed_skate(tmp_path
         assert locked == pytest.approx(skate[k], abs=0.06)
     assert contact_pairs(toes[:, 0, 1]).sum() > 100
     assert (tmp_path / "demo.svg").read_text().startswith("<svg")
+
+
+def _world(out, parents):
+    """World positions (J, 3) float64 and velocities of an output pose (FK with velocities)."""
+    g = ag.ops.fk(out, parents)
+    return g.pos.astype(np.float64), g.vel.astype(np.float64), g.rot.astype(np.float64), g.ang.astype(np.float64)
+
+
+def _rotvec(q):
+    q = q * np.where(q[..., :1] < 0, -1.0, 1.0)
+    n = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    return 2.0 * np.arctan2(n, q[..., :1]) * q[..., 1:] / np.maximum(n, 1e-300)
+
+
+def _qmul(a, b):
+    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
+    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
+    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_whole_graphs_velocities_are_five_point_differences(seed):
+    """Steered by the script to a time between 1.5 and 7 s (turning, locking, switching), then stepped by h.
+
+    The matched frames are linear between the database's 60 fps keys, so a pause first puts
+    the stencil's centre mid-interval (contacts change at keys too); searches and switches may
+    fall inside it.  Errors are |fd - v| / (1 + |fd|), as ``animgraph verify`` measures them.
+    """
+    from animgraph.nodes.motion_match import ST
+
+    rng = np.random.default_rng(seed)
+    plan = ag.compile(graphs.path("locomotion"))
+    inst, parents = plan.instance(), plan.skeleton.parents
+    mm = {nid: a for nid, a, _ in plan._state_layout}["mm"]
+    frame_dt = plan.clips["db"].clip.database.dt
+    clock = 0.0
+    for f in range(int(rng.uniform(1.5, 7.0) / demo.DT)):
+        inst.step(demo.DT, {"stick": demo.stick(clock)})
+        clock += demo.DT
+    # Nodes count a frame's dt either as the step since the last frame (motion matching, inertialize)
+    # or as the step to the next (sample, controller, output): only frames after two steps of h are
+    # evenly spaced for both.  Motion matching's frame at the centre (the 4th step of h) sits
+    # mid-interval between database keys.
+    h = 1e-3
+    frac = inst.st[0, mm + ST.frame] % 1.0
+    wait = ((0.5 - frac - 4 * h / frame_dt) % 1.0) * frame_dt
+    inst.step(wait, {"stick": demo.stick(clock)})
+    clock += wait
+    outs = []
+    for k in range(6):
+        clock += h
+        out = inst.step(h, {"stick": demo.stick(clock)})["out"]
+        if k >= 1:
+            outs.append(_world(out, parents))
+    pos, vel, rot, ang = (np.stack([o[i] for o in outs]) for i in range(4))
+    fd = (pos[0] - 8 * pos[1] + 8 * pos[3] - pos[4]) / (12 * h)
+    err = np.linalg.norm(fd - vel[2], axis=-1) / (1 + np.linalg.norm(fd, axis=-1))
+    conj = rot[2] * np.array([1.0, -1.0, -1.0, -1.0])
+    r = [_rotvec(_qmul(rot[k], conj)) for k in range(5)]
+    fd_ang = (r[0] - 8 * r[1] + 8 * r[3] - r[4]) / (12 * h)
+    err_ang = np.linalg.norm(fd_ang - ang[2], axis=-1) / (1 + np.linalg.norm(fd_ang, axis=-1))
+    assert err.max() < 2e-3 and err_ang.max() < 2e-3, (clock, err.max(), err_ang.max(), err.argmax())

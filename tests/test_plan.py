@@ -115,7 +115,7 @@ def test_assets_share_one_frame_array(tmp_path):
     assert r["short"].start == walk.frames + jog.frames and r["short"].frames == 7
     assert r["short"].dt == pytest.approx(1 / 30)
     pos, rot, scl, parents = plan.db
-    keys, unit, motion = plan.tables["sample"]  # the sample node's CLIP_TABLES, through the registry
+    keys, unit, motion, contacts = plan.tables["sample"]  # the sample node's CLIP_TABLES, through the registry
     assert pos.dtype == np.float32 and pos.shape == (walk.frames + jog.frames + 7, len(skel), 3)
     np.testing.assert_array_equal(rot[r["jog"].start:r["jog"].start + jog.frames], jog.rot)
     np.testing.assert_allclose(pos[r["short"].start:], walk.pos[:7], atol=1e-4)  # BVH text round trip
@@ -125,7 +125,9 @@ def test_assets_share_one_frame_array(tmp_path):
     assert keys.dtype == np.float32 and unit.shape == (len(pos),) and np.all(unit == 1.0)
     # No node asked for a root-motion variant: no extra frames, the root motion rows are zero.
     assert motion.shape == (len(pos), 6) and not motion.any()
-    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([a.ravel() for a in (pos, rot, scl, keys, unit, motion)]))
+    assert contacts.shape == (len(pos), 2)
+    every_table = [a for kind_tables in plan.tables.values() for a in kind_tables]  # the executor's kind order
+    np.testing.assert_array_equal(plan.clipbuf, np.concatenate([a.ravel() for a in (pos, rot, scl, *every_table)]))
 
 
 def test_missing_asset_file_names_the_node_using_it(tmp_path):

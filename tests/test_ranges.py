@@ -137,7 +137,7 @@ def generic(n, frames):
     for port in node.inputs():
         if port.signal == "pose":
             links.append([f"{next(poses, 'a')}.pose", f"n.{port.name}"])
-        elif port.signal in ("scalar", "vec3", "int", "bool") and not port.optional:
+        elif port.signal in ("scalar", "vec3", "int", "bool", "trajectory") and not port.optional:
             nodes.append({"id": f"in_{port.name}", "type": "input", "signal": port.signal})
             links.append([f"in_{port.name}.value", f"n.{port.name}"])
     first = node.outputs()[0]
@@ -168,7 +168,10 @@ def with_value(name, field, path, value):
 
 
 def run_frames(nodes, links, frames, dts=(DT, 0.0, DT_MAX, 5e-324, DT)):
-    graph = ag.Graph.from_dict({"format": "animgraph.graph", "version": 1, "assets": WALK, "nodes": nodes,
+    assets, version = WALK, 1
+    if any(n.get("database") == "db" for n in nodes):  # a node's EXAMPLE names a motion database
+        assets, version = WALK | {"db": {"database": ["animgraph:walk", "animgraph:run_stop"]}}, 3
+    graph = ag.Graph.from_dict({"format": "animgraph.graph", "version": version, "assets": assets, "nodes": nodes,
                                 "links": links})
     inst = ag.compile(graph).instance()
     for i, dt in enumerate(dts):

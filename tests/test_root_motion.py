@@ -173,7 +173,7 @@ def test_select_and_blend_pass_root_motion_on():
         np.testing.assert_allclose(out["mm"], 0.75 * out["ma"] + 0.25 * out["mb"], atol=1e-12)
 
 
-@pytest.mark.parametrize("graph,index", [("locomotion", "gait"), ("select_inertialize", "clip"),
+@pytest.mark.parametrize("graph,index", [("gaits", "gait"), ("select_inertialize", "clip"),
                                          ("select_dead_blend", "clip")])
 def test_root_motion_does_not_step_at_a_switch(graph, index):
     """The root motion switched with the pose goes through the same transition node: the placement's velocity is continuous."""
