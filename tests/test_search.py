@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from animgraph.search import LARGE, SMALL, boxed, brute, build_boxes, incumbent, scan
+from animgraph.search import LARGE, SMALL, bound_shrink, box_bound, boxed, brute, build_boxes, incumbent, scan
 
 INF = np.float32(np.inf)
 
@@ -63,6 +63,27 @@ def test_boxes_cover_their_frames():
     assert bmin[0].tolist() == [0.0, -3.0] and bmax[0].tolist() == [30.0, 31.0]
     assert bmin[2].tolist() == [64.0, 65.0] and bmax[2].tolist() == [72.0, 73.0]  # the last box: frames 32..36
     assert build_boxes(np.zeros((0, 4), np.float32), 16)[0].shape == (0, 4)
+
+
+def test_box_bound_scaled_never_exceeds_an_in_order_cost():
+    # Terms of very different sizes, so that the SIMD order of box_bound rounds differently from
+    # the in-order sum; tight boxes (one frame each) make the bound equal the cost but for rounding.
+    rng = np.random.default_rng(5)
+    for dims in (1, 3, 8, 13, 27, 32, 45):
+        shrink = bound_shrink(dims)
+        assert shrink == np.float32(1 - dims * 2.0 ** -22)
+        features = (rng.normal(size=(400, dims)) * 10.0 ** rng.integers(-4, 4, (400, dims))).astype(np.float32)
+        for size in (1, 16):
+            bmin, bmax = build_boxes(features, size)
+            for n in range(40):
+                query = (features[n * 7] + rng.normal(0, 0.3, dims) * 10.0 ** rng.integers(-4, 3, dims)).astype(np.float32)
+                for b in range(len(bmin)):
+                    bound = np.float32(box_bound(bmin, bmax, b, query) * shrink)
+                    costs = [incumbent(features, query, i, 0.0)[0] for i in range(b * size, min((b + 1) * size, 400))]
+                    assert bound <= min(costs)
+                    if size == 1:
+                        assert bound == pytest.approx(costs[0], rel=2e-5)
+    assert bound_shrink(2 ** 22) == 0 and bound_shrink(2 ** 23) == 0
 
 
 def test_hand_case_against_reference():
