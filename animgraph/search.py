@@ -259,3 +259,68 @@ def scan(features_t, starts, stops, query, best_cost, best_index, transition_cos
                     winner = costs[j]
                     index = first + j
     return index, winner
+
+
+# ---------------------------------------------------------------- diagnostics
+
+@njit(cache=True)
+def dims_summed(features, i, query, transition_cost, best):
+    """How many dimensions ``frame_cost_until`` sums for frame ``i`` before it stops (the same float32 sums)."""
+    dims = features.shape[1]
+    acc = np.float32(0)
+    d = 0
+    while d + CHECK_EVERY <= dims:
+        for k in range(d, d + CHECK_EVERY):
+            x = query[k] - features[i, k]
+            acc += x * x
+        d += CHECK_EVERY
+        if acc + transition_cost >= best:
+            return d
+    return dims
+
+
+COUNTS = ("large_tested", "large_skipped", "small_tested", "small_skipped", "frames", "frame_dims", "index")
+
+
+@njit(cache=True)
+def boxed_counts(features, starts, stops, query, best_cost, best_index, transition_cost,
+                 small_min, small_max, large_min, large_max):
+    """int64 counts named by ``COUNTS`` of what ``boxed`` does for one query (the bench's pruning statistics).
+
+    The same loop as ``boxed``, counting boxes tested and skipped, frames whose cost is
+    summed and the dimensions summed for them (early termination included); the last
+    entry is the index found, ``boxed``'s.
+    """
+    tc = np.float32(transition_cost)
+    shrink = bound_shrink(features.shape[1])
+    best = np.float32(best_cost)
+    counts = np.zeros(len(COUNTS), np.int64)
+    counts[6] = best_index
+    for r in range(starts.shape[0]):
+        i = starts[r]
+        stop = stops[r]
+        while i < stop:
+            large = i // LARGE
+            large_end = min((large + 1) * LARGE, stop)
+            counts[0] += 1
+            if box_bound(large_min, large_max, large, query) * shrink + tc >= best:
+                counts[1] += 1
+                i = large_end
+                continue
+            while i < large_end:
+                small = i // SMALL
+                small_end = min((small + 1) * SMALL, large_end)
+                counts[2] += 1
+                if box_bound(small_min, small_max, small, query) * shrink + tc >= best:
+                    counts[3] += 1
+                    i = small_end
+                    continue
+                while i < small_end:
+                    cost = frame_cost_until(features, i, query, tc, best)
+                    counts[4] += 1
+                    counts[5] += dims_summed(features, i, query, tc, best)
+                    if cost + tc < best:
+                        best = cost + tc
+                        counts[6] = i
+                    i += 1
+    return counts

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from animgraph.search import LARGE, SMALL, bound_shrink, box_bound, boxed, brute, build_boxes, incumbent, scan
+from animgraph.search import (COUNTS, LARGE, SMALL, bound_shrink, box_bound, boxed, boxed_counts, brute, build_boxes,
+                              dims_summed, incumbent, scan)
 
 INF = np.float32(np.inf)
 
@@ -220,3 +221,33 @@ def test_boxed_is_brute_property(frames, dims, seed, transition, margin, levels)
         assert answers[0][1] == pytest.approx(cost, rel=1e-5, abs=1e-6)
         if index < 0:
             assert answers[0] == (-1, np.inf)
+
+
+def test_boxed_counts_describe_boxed():
+    features, starts, stops = smooth_database(3000, 13, seed=6)
+    small, large = build_boxes(features, SMALL), build_boxes(features, LARGE)
+    rng = np.random.default_rng(7)
+    searched = int((stops - starts).sum())
+    for n in range(50):
+        frame = int(rng.integers(len(features)))
+        query = (features[frame] + rng.normal(0, 0.1, 13)).astype(np.float32)
+        best_cost, best_index = incumbent(features, query, frame, 0.0) if n % 2 else (INF, -1)
+        args = (starts, stops, query, best_cost, best_index, 0.05)
+        c = dict(zip(COUNTS, boxed_counts(features, *args, *small, *large).tolist()))
+        assert c["index"] == boxed(features, *args, *small, *large)[0]
+        assert 0 <= c["large_skipped"] <= c["large_tested"] and 0 <= c["small_skipped"] <= c["small_tested"]
+        assert c["small_tested"] <= (c["large_tested"] - c["large_skipped"]) * (LARGE // SMALL)
+        assert c["frames"] <= min(searched, (c["small_tested"] - c["small_skipped"]) * SMALL)
+        assert c["frames"] <= c["frame_dims"] <= 13 * c["frames"]
+        if best_index < 0:
+            assert c["large_skipped"] < c["large_tested"] and c["frames"] > 0  # nothing to skip against at first
+
+
+def test_dims_summed_stops_where_frame_cost_until_does():
+    features = np.ones((1, 10), np.float32)
+    query = np.zeros(10, np.float32)
+    assert dims_summed(features, 0, query, np.float32(0), INF) == 10
+    assert dims_summed(features, 0, query, np.float32(0), np.float32(4.0)) == 4  # 4 >= 4 after the first block
+    assert dims_summed(features, 0, query, np.float32(0), np.float32(4.5)) == 8
+    assert dims_summed(features, 0, query, np.float32(1), np.float32(8.5)) == 8
+    assert dims_summed(features, 0, query, np.float32(0), np.float32(8.5)) == 10
