@@ -184,7 +184,9 @@ def boxed(features, starts, stops, query, best_cost, best_index, transition_cost
     ``bound_shrink`` it stays <= the frame's in-order float32 sum.  A box is skipped only
     when ``bound + transition_cost >= best``, and then no frame in it could have passed
     brute's strict ``cost + transition_cost < best`` against the same best, so both searches
-    see the same sequence of improvements.  A box may straddle two ranges or cover
+    see the same sequence of improvements.  Large boxes are tested a range at a time, against
+    the best at the range's start: the best only falls, so a box skipped then would be
+    skipped later too.  A box may straddle two ranges or cover
     unsearchable frames: it is still a lower bound for the frames that are searched.
     Costs must stay below float32 overflow (the error bound of ``bound_shrink`` needs finite sums).
     """
@@ -199,15 +201,20 @@ def boxed(features, starts, stops, query, best_cost, best_index, transition_cost
     best = np.float32(best_cost)
     index = np.int64(best_index)
     winner = best  # without the transition cost
+    kept = np.empty(large_min.shape[0], np.int64)  # once per call: the large boxes of a range that may win
     for r in range(starts.shape[0]):
-        i = starts[r]
-        stop = stops[r]
-        while i < stop:
-            large = i // LARGE
-            large_end = min((large + 1) * LARGE, stop)
-            if box_bound(large_min, large_max, large, query) * shrink + tc >= best:
-                i = large_end
-                continue
+        start, stop = starts[r], stops[r]
+        if start >= stop:
+            continue
+        # The range's large boxes tested first, without a branch: the bounds overlap in the
+        # pipeline and half of them failing at random costs no mispredictions.
+        count = 0
+        for large in range(start // LARGE, (stop - 1) // LARGE + 1):
+            kept[count] = large
+            count += box_bound(large_min, large_max, large, query) * shrink + tc < best
+        for k in range(count):
+            i = max(kept[k] * LARGE, start)
+            large_end = min((kept[k] + 1) * LARGE, stop)
             while i < large_end:
                 small = i // SMALL
                 small_end = min((small + 1) * SMALL, large_end)
@@ -296,17 +303,20 @@ def boxed_counts(features, starts, stops, query, best_cost, best_index, transiti
     best = np.float32(best_cost)
     counts = np.zeros(len(COUNTS), np.int64)
     counts[6] = best_index
+    kept = np.empty(large_min.shape[0], np.int64)
     for r in range(starts.shape[0]):
-        i = starts[r]
-        stop = stops[r]
-        while i < stop:
-            large = i // LARGE
-            large_end = min((large + 1) * LARGE, stop)
-            counts[0] += 1
-            if box_bound(large_min, large_max, large, query) * shrink + tc >= best:
-                counts[1] += 1
-                i = large_end
-                continue
+        start, stop = starts[r], stops[r]
+        if start >= stop:
+            continue
+        count = 0
+        for large in range(start // LARGE, (stop - 1) // LARGE + 1):
+            kept[count] = large
+            count += box_bound(large_min, large_max, large, query) * shrink + tc < best
+        counts[0] += (stop - 1) // LARGE + 1 - start // LARGE
+        counts[1] += (stop - 1) // LARGE + 1 - start // LARGE - count
+        for k in range(count):
+            i = max(kept[k] * LARGE, start)
+            large_end = min((kept[k] + 1) * LARGE, stop)
             while i < large_end:
                 small = i // SMALL
                 small_end = min((small + 1) * SMALL, large_end)
