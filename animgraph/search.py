@@ -16,8 +16,10 @@ lowest frame index.
 - ``scan``: every cost into a buffer, the inner loop over frames of the transposed
   database so that it compiles to packed SIMD, then the first minimum.
 
-Features must be finite: a NaN cost never wins, and a NaN in a box makes its bound NaN,
-which never skips the box, so the answer is still brute's, only slower.
+Features should be finite.  A NaN cost never wins; a NaN feature at most makes its
+dimension's term of a box bound 0 (a NaN corner: the clamp's ``max``/``min`` keep the
+query), still a lower bound; a NaN query makes every bound NaN, which never skips a box.
+So the answer is still brute's (``test_a_nan_feature_skips_no_other_frame``).
 """
 
 import numpy as np
@@ -211,7 +213,7 @@ def boxed(features, starts, stops, query, best_cost, best_index, transition_cost
         count = 0
         for large in range(start // LARGE, (stop - 1) // LARGE + 1):
             kept[count] = large
-            count += box_bound(large_min, large_max, large, query) * shrink + tc < best
+            count += not box_bound(large_min, large_max, large, query) * shrink + tc >= best  # NaN: kept
         for k in range(count):
             i = max(kept[k] * LARGE, start)
             large_end = min((kept[k] + 1) * LARGE, stop)
@@ -311,7 +313,7 @@ def boxed_counts(features, starts, stops, query, best_cost, best_index, transiti
         count = 0
         for large in range(start // LARGE, (stop - 1) // LARGE + 1):
             kept[count] = large
-            count += box_bound(large_min, large_max, large, query) * shrink + tc < best
+            count += not box_bound(large_min, large_max, large, query) * shrink + tc >= best  # NaN: kept
         counts[0] += (stop - 1) // LARGE + 1 - start // LARGE
         counts[1] += (stop - 1) // LARGE + 1 - start // LARGE - count
         for k in range(count):

@@ -154,6 +154,23 @@ def test_bad_ranges_and_query_are_refused():
         searches(features, [0], [10], np.zeros(3, np.float32))
 
 
+def test_a_nan_feature_skips_no_other_frame():
+    # A NaN feature must not hide the other frames of its boxes, nor a NaN query find any frame.
+    rng = np.random.default_rng(8)
+    features = rng.normal(size=(300, 6)).astype(np.float32)
+    features[64, 2] = np.nan  # the first frame of a small and a large box: their bounds become NaN
+    for k in range(20):
+        frame = 65 + 3 * k
+        query = (features[frame] + rng.normal(0, 0.01, 6)).astype(np.float32)
+        expected = brute(features, np.array([0]), np.array([300]), query, INF, -1, 0.0)
+        assert expected[0] == frame
+        for answer in searches(features, [0], [300], query):
+            assert answer == expected
+    query[3] = np.nan
+    for answer in searches(features, [0], [300], query):
+        assert answer == (-1, np.inf)
+
+
 def test_tight_boxes_at_the_boundary():
     # Constant blocks of LARGE frames: every box bound equals its frames' cost exactly, so a bound
     # that overshot by one rounding step would skip the winner against a best one step above it.
