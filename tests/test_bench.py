@@ -18,7 +18,8 @@ def test_bench_json_structure(capsys):
     results = {r["name"]: r for r in data["results"]}
     expected = {"chain65/1", "chain65/1000", "chain65/1000/all-threads", "dispatch/chain65/python",
                 "step/overhead", "step/overhead+input", "startup/warm",
-                "mm/brute/53500", "mm/boxed/53500", "mm/scan/53500"}
+                "mm/brute/53500", "mm/boxed/53500", "mm/scan/53500",
+                "mm/brute/bundled", "mm/boxed/bundled", "mm/scan/bundled"}
     expected |= {f"graph/{name}/{batch}" for name in graphs.names() for batch in (1, 64)}
     assert expected <= set(results)
     for name, r in results.items():
@@ -34,7 +35,13 @@ def test_bench_json_structure(capsys):
     for kind in ("brute", "boxed", "scan"):
         r = results[f"mm/{kind}/53500"]
         assert r["us_per_query"] > 0 and r["agrees_with_brute"] and r["frames"] == 53500 and r["dims"] == 27
+        r = results[f"mm/{kind}/bundled"]
+        assert r["us_per_query"] > 0 and r["agrees_with_brute"] and r["frames"] > 1000 and r["dims"] == 27
     assert math.isclose(results["mm/boxed/53500"]["small_box_diagonal"], 6.5, rel_tol=1e-3)
+    for label in ("53500", "bundled"):
+        r = results[f"mm/boxed/{label}"]
+        assert 0 <= r["large_skipped"] <= 1 and 0 <= r["small_skipped"] <= 1 and 1 <= r["dims_per_frame"] <= 27
+        assert 0 < r["frames_searched_fraction"] <= 1 and r["frames_per_query"] > 0
     assert results["mm/boxed/53500"]["boxed_over_scan"] > 0
     # The executor computes what the ag.ops functions composed by hand compute.
     assert results["dispatch/chain65/python"]["max_abs_diff"] < 1e-4

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from animgraph.search import LARGE, SMALL, boxed, brute, build_boxes, incumbent, scan
+from animgraph.search import (COUNTS, LARGE, SMALL, bound_shrink, box_bound, boxed, boxed_counts, brute, build_boxes,
+                              dims_summed, incumbent, scan)
 
 INF = np.float32(np.inf)
 
@@ -63,6 +64,27 @@ def test_boxes_cover_their_frames():
     assert bmin[0].tolist() == [0.0, -3.0] and bmax[0].tolist() == [30.0, 31.0]
     assert bmin[2].tolist() == [64.0, 65.0] and bmax[2].tolist() == [72.0, 73.0]  # the last box: frames 32..36
     assert build_boxes(np.zeros((0, 4), np.float32), 16)[0].shape == (0, 4)
+
+
+def test_box_bound_scaled_never_exceeds_an_in_order_cost():
+    # Terms of very different sizes, so that the SIMD order of box_bound rounds differently from
+    # the in-order sum; tight boxes (one frame each) make the bound equal the cost but for rounding.
+    rng = np.random.default_rng(5)
+    for dims in (1, 3, 8, 13, 27, 32, 45):
+        shrink = bound_shrink(dims)
+        assert shrink == np.float32(1 - dims * 2.0 ** -22)
+        features = (rng.normal(size=(400, dims)) * 10.0 ** rng.integers(-4, 4, (400, dims))).astype(np.float32)
+        for size in (1, 16):
+            bmin, bmax = build_boxes(features, size)
+            for n in range(40):
+                query = (features[n * 7] + rng.normal(0, 0.3, dims) * 10.0 ** rng.integers(-4, 3, dims)).astype(np.float32)
+                for b in range(len(bmin)):
+                    bound = np.float32(box_bound(bmin, bmax, b, query) * shrink)
+                    costs = [incumbent(features, query, i, 0.0)[0] for i in range(b * size, min((b + 1) * size, 400))]
+                    assert bound <= min(costs)
+                    if size == 1:
+                        assert bound == pytest.approx(costs[0], rel=2e-5)
+    assert bound_shrink(2 ** 22) == 0 and bound_shrink(2 ** 23) == 0
 
 
 def test_hand_case_against_reference():
@@ -132,6 +154,23 @@ def test_bad_ranges_and_query_are_refused():
         searches(features, [0], [10], np.zeros(3, np.float32))
 
 
+def test_a_nan_feature_skips_no_other_frame():
+    # A NaN feature must not hide the other frames of its boxes, nor a NaN query find any frame.
+    rng = np.random.default_rng(8)
+    features = rng.normal(size=(300, 6)).astype(np.float32)
+    features[64, 2] = np.nan  # the first frame of a small and a large box: their bounds become NaN
+    for k in range(20):
+        frame = 65 + 3 * k
+        query = (features[frame] + rng.normal(0, 0.01, 6)).astype(np.float32)
+        expected = brute(features, np.array([0]), np.array([300]), query, INF, -1, 0.0)
+        assert expected[0] == frame
+        for answer in searches(features, [0], [300], query):
+            assert answer == expected
+    query[3] = np.nan
+    for answer in searches(features, [0], [300], query):
+        assert answer == (-1, np.inf)
+
+
 def test_tight_boxes_at_the_boundary():
     # Constant blocks of LARGE frames: every box bound equals its frames' cost exactly, so a bound
     # that overshot by one rounding step would skip the winner against a best one step above it.
@@ -199,3 +238,33 @@ def test_boxed_is_brute_property(frames, dims, seed, transition, margin, levels)
         assert answers[0][1] == pytest.approx(cost, rel=1e-5, abs=1e-6)
         if index < 0:
             assert answers[0] == (-1, np.inf)
+
+
+def test_boxed_counts_describe_boxed():
+    features, starts, stops = smooth_database(3000, 13, seed=6)
+    small, large = build_boxes(features, SMALL), build_boxes(features, LARGE)
+    rng = np.random.default_rng(7)
+    searched = int((stops - starts).sum())
+    for n in range(50):
+        frame = int(rng.integers(len(features)))
+        query = (features[frame] + rng.normal(0, 0.1, 13)).astype(np.float32)
+        best_cost, best_index = incumbent(features, query, frame, 0.0) if n % 2 else (INF, -1)
+        args = (starts, stops, query, best_cost, best_index, 0.05)
+        c = dict(zip(COUNTS, boxed_counts(features, *args, *small, *large).tolist()))
+        assert c["index"] == boxed(features, *args, *small, *large)[0]
+        assert 0 <= c["large_skipped"] <= c["large_tested"] and 0 <= c["small_skipped"] <= c["small_tested"]
+        assert c["small_tested"] <= (c["large_tested"] - c["large_skipped"]) * (LARGE // SMALL)
+        assert c["frames"] <= min(searched, (c["small_tested"] - c["small_skipped"]) * SMALL)
+        assert c["frames"] <= c["frame_dims"] <= 13 * c["frames"]
+        if best_index < 0:
+            assert c["large_skipped"] < c["large_tested"] and c["frames"] > 0  # nothing to skip against at first
+
+
+def test_dims_summed_stops_where_frame_cost_until_does():
+    features = np.ones((1, 10), np.float32)
+    query = np.zeros(10, np.float32)
+    assert dims_summed(features, 0, query, np.float32(0), INF) == 10
+    assert dims_summed(features, 0, query, np.float32(0), np.float32(4.0)) == 4  # 4 >= 4 after the first block
+    assert dims_summed(features, 0, query, np.float32(0), np.float32(4.5)) == 8
+    assert dims_summed(features, 0, query, np.float32(1), np.float32(8.5)) == 8
+    assert dims_summed(features, 0, query, np.float32(0), np.float32(8.5)) == 10
