@@ -148,6 +148,10 @@ def analyse(rec, dt=DT):
     for name in ("out", "unlocked"):
         world = world_positions(rec, name)
         feet = [toe_skate(world[:, j], dt) for j in toes]
+        for i, j in enumerate(toes):  # the same travel on the frame pairs the database marks as contacts
+            down = (rec["contact"][1:, i] > 0.5) & (rec["contact"][:-1, i] > 0.5)
+            step = np.linalg.norm(np.diff(world[:, j, [0, 2]], axis=0), axis=1) * 1e3 * (DT / dt)
+            feet[i]["track_mm"] = float(step[down].mean()) if down.any() else 0.0
         travel = np.gradient(world[:, 0], axis=0)  # the hips' direction of travel, per frame
         result[name] = {"feet": feet, "world": world,
                         "skate_mm": float(np.mean([s["mean_mm"] for s in feet])),
@@ -186,9 +190,11 @@ def main(out_dir="animgraph-demo", frames=None):
     print(f"  matching     {a['searches']} searches, {a['transitions']} transitions (inertialized)")
     skate = ", ".join(f"{side} {a['unlocked']['feet'][i]['mean_mm']:.1f} -> {a['out']['feet'][i]['mean_mm']:.1f}"
                       for i, side in enumerate(FEET))
+    track = ", ".join(f"{side} {a['unlocked']['feet'][i]['track_mm']:.1f} -> {a['out']['feet'][i]['track_mm']:.1f}"
+                      for i, side in enumerate(FEET))
     print(f"  foot skate   mean toe travel per 60 Hz frame in contact (toe within 3 cm of its floor two frames "
-          f"running), mm, without -> with foot lock: {skate}; toe back against the travel before a plant at "
-          f"most {a['out']['hook_mm']:.1f} mm")
+          f"running), mm, without -> with foot lock: {skate}; on the database's contact frames: {track}; "
+          f"toe back against the travel before a plant at most {a['out']['hook_mm']:.1f} mm")
     print(f"  deviation    character to simulation at most {b['deviation_max']:.2f} m with the clamp off, "
           f"{a['deviation_max']:.2f} m with it on (clamp {_clamp(graph):.2f} m)")
     print("  turns        " + ", ".join(f"{what} ends {err:.1f} deg from the stick" for what, err in a["turns"]))

@@ -58,8 +58,9 @@ IN, OUT = port_indices("MotionMatchIn", INPUTS), port_indices("MotionMatchOut", 
 
 # Search settings; where the database sits in the frame array (start, frames), its feature width and
 # box counts; the trajectory's feature columns with the normalisation; then 4 range tables (ranges each).
-PAR = fields("MotionMatchPar", interval=1, margin=1, transition_cost=1, sharp=1, near=1, halflife=1, frame_dt=1,
-             start=1, frames=1, dims=1, small=1, large=1, columns=QUERY, offset=QUERY, scale=QUERY, ranges=1)
+PAR = fields("MotionMatchPar", interval=1, margin=1, transition_cost=1, sharp=1, near=1, hold=1, halflife=1,
+             frame_dt=1, start=1, frames=1, dims=1, small=1, large=1, columns=QUERY, offset=QUERY, scale=QUERY,
+             ranges=1)
 RANGE_STARTS, RANGE_STOPS, SEARCH_STARTS, SEARCH_STOPS = range(4)
 # frame: the playing frame in the graph's frame array (fractional); timer: s since the last search;
 # shown/elapsed/active: the inertializer's; left/right: last contacts; traj: the last search's trajectory
@@ -229,7 +230,7 @@ def near(par, a, b):
 
 @njit(cache=True)
 def make_query(db, par, sig, at, frame, query, traj):
-    """The query (float32, dims): database frame ``frame``'s features, the trajectory part from ``sig[at:]`` normalised."""
+    """The query (float32, dims): database frame ``frame``'s features, its trajectory part ``sig[at:]`` normalised."""
     features = packed_rows(db[FEATURES], int(par[PAR.start]), int(par[PAR.frames]), int(par[PAR.dims]))
     for c in range(query.shape[0]):
         query[c] = features[frame, c]
@@ -272,7 +273,8 @@ def motion_match_node(ins, outs, par, st, pose, sig, db, dt):
     switched = False
     sig[outs[OUT.searched]] = 0.0
     sig[outs[OUT.cost] + 1] = 0.0
-    if not shown or force or planted or sharp or st[ST.timer] >= par[PAR.interval]:
+    due = planted or sharp or st[ST.timer] >= par[PAR.interval]
+    if not shown or force or (due and st[ST.elapsed] >= par[PAR.hold]):
         best, cost = search_frame(db, par, query, -1 if force or not shown else succ)
         sig[outs[OUT.cost]] = cost
         st[ST.timer] = 0.0
@@ -292,11 +294,12 @@ def motion_match_node(ins, outs, par, st, pose, sig, db, dt):
     motion_offset(sig, live, live, st[tail + MOTION.last:tail + MOTION.last + 6],
                   st[tail + MOTION.offset:tail + MOTION.offset + 6], switched, switched, False, halflife,
                   0.0 if switched else st[ST.elapsed] + dt)
-    if switched and halflife > 0.0:
-        record_offsets(prev, out, dt, off)  # the previous output one step on is what would show now
-        st[ST.elapsed] = 0.0
-        st[ST.active] = 1.0
-    elif not switched:
+    if switched:
+        st[ST.elapsed] = 0.0  # seconds since the last switch: the offset's age, and what ``hold`` waits for
+        st[ST.active] = 1.0 if halflife > 0.0 else 0.0
+        if halflife > 0.0:
+            record_offsets(prev, out, dt, off)  # the previous output one step on is what would show now
+    else:
         st[ST.elapsed] += dt
     if st[ST.active] > 0.5 and not still_active(False, halflife, st[ST.elapsed]):
         st[ST.active] = 0.0
@@ -324,6 +327,8 @@ class MotionMatch(Node):
                                    description="cost added to every frame but the playing frame's successor")
     sharp: float = Field(0.5, ge=0.0, le=1e6, allow_inf_nan=False,
                          description="a change of the normalised trajectory this large searches at once")
+    hold: float = seconds_field(0.2, "after a switch, play this long before the next search (a clip's end still "
+                                     "searches): switches in quick succession drag the feet")
     near: float = seconds_field(0.2, "a best frame this close to the playing one in the same clip keeps playing "
                                     "(no jump back and forth in one clip)")
     halflife: float = seconds_field(0.1, "inertialization half-life of a switch (s); 0 cuts")
@@ -355,9 +360,9 @@ class MotionMatch(Node):
                              f"{MAX_FEATURES}", self.id, "database")
         boxes = _boxes(db)
         head = PAR.pack(interval=self.interval, margin=self.margin, transition_cost=self.transition_cost,
-                        sharp=self.sharp, near=round(self.near / db.dt), halflife=self.halflife, frame_dt=db.dt,
-                        start=rng.start, frames=len(db.features), dims=dims, small=len(boxes[0]), large=len(boxes[2]),
-                        columns=columns, offset=offset, scale=scale, ranges=len(db.range_starts))
+                        sharp=self.sharp, near=round(self.near / db.dt), hold=self.hold, halflife=self.halflife,
+                        frame_dt=db.dt, start=rng.start, frames=len(db.features), dims=dims, small=len(boxes[0]),
+                        large=len(boxes[2]), columns=columns, offset=offset, scale=scale, ranges=len(db.range_starts))
         tables = [db.range_starts, db.range_stops, db.search_starts, db.search_stops]
         return np.concatenate([head] + [np.asarray(t, np.float64) for t in tables])
 
@@ -421,7 +426,8 @@ class MotionMatcher:
         motion_match_node(self._ins, self._outs, self.par, self.st, self._pose, sig, self.db, float(dt))
         o = self._outs
         return {"pose": Pose(*(a[0].copy() for a in self._pose)),
-                "motion": (sig[o[OUT.motion]:o[OUT.motion] + 3].copy(), sig[o[OUT.motion] + 3:o[OUT.motion] + 6].copy()),
+                "motion": (sig[o[OUT.motion]:o[OUT.motion] + 3].copy(),
+                           sig[o[OUT.motion] + 3:o[OUT.motion] + 6].copy()),
                 "changed": sig[o[OUT.changed]] > 0.5, "searched": sig[o[OUT.searched]] > 0.5,
                 "contacts": np.array([sig[o[OUT.left_contact]], sig[o[OUT.right_contact]]]),
                 "cost": float(sig[o[OUT.cost]])}

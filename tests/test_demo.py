@@ -46,13 +46,14 @@ def test_turns_end_within_ten_degrees_of_the_stick(runs):
 
 def test_the_clamp_holds_and_without_it_the_character_strays_further(runs):
     _, a, _, b = runs
-    assert a["deviation_max"] <= 0.5 + 1e-6
-    assert b["deviation_max"] > a["deviation_max"] - 1e-9
+    clamp = demo._clamp(ag.Graph.load(graphs.path("locomotion")))
+    assert a["deviation_max"] <= clamp + 1e-6
+    assert b["deviation_max"] > clamp + 0.01, "the script takes the character past the clamp: it is tested"
 
 
 def test_it_matches_searches_and_travels(runs):
     rec, a, _, _ = runs
-    assert a["searches"] > FRAMES * demo.DT / 0.1 * 0.9  # every 0.1 s at least
+    assert a["searches"] > FRAMES * demo.DT / 0.3  # every 0.1 s, or 0.2 s after a switch (hold)
     assert 10 < a["transitions"] < a["searches"]
     assert 20.0 < a["distance"] < 35.0
     hips = a["out"]["world"][:, 0]
@@ -60,7 +61,7 @@ def test_it_matches_searches_and_travels(runs):
 
 
 def test_the_foot_locks_hold_the_toes_in_the_databases_contacts(runs):
-    """Where the database says a foot is down, the locked toe moves under 3.5 mm a frame on average."""
+    """Where the database says a foot is down, the locked toe moves under 2 mm a frame on average."""
     rec, a, _, _ = runs
     for i, side in enumerate(demo.FEET):
         toe = rec["skeleton"].index(f"{side}_toe")
@@ -68,8 +69,15 @@ def test_the_foot_locks_hold_the_toes_in_the_databases_contacts(runs):
         travel = {name: np.linalg.norm(np.diff(a[name]["world"][:, toe, [0, 2]], axis=0), axis=1)[down] * 1e3
                   for name in ("out", "unlocked")}
         assert down.sum() > 200
-        assert travel["out"].mean() < 3.5, (side, travel["out"].mean())
-        assert travel["out"].mean() < 0.6 * travel["unlocked"].mean(), side
+        assert travel["out"].mean() < 2.0, (side, travel["out"].mean())
+        assert travel["out"].mean() < 0.5 * travel["unlocked"].mean(), side
+        assert a["out"]["feet"][i]["track_mm"] == pytest.approx(travel["out"].mean())
+
+
+def test_a_plant_looks_like_a_plant(runs):
+    """No toe goes back against the travel by more than 5 mm in the 0.1 s before a contact (the toes' low frames)."""
+    _, a, _, _ = runs
+    assert a["out"]["hook_mm"] <= 5.0
 
 
 def test_no_node_pops_over_the_whole_script():

@@ -112,6 +112,21 @@ def test_between_searches_it_plays_on_at_the_database_rate(db):
         assert matcher.frame == pytest.approx(start + 0.25)
 
 
+def test_after_a_switch_it_holds_unless_its_clip_ends(db):
+    """Searching every frame, switches still come at least ``hold`` apart, but at a clip's end."""
+    matcher = MotionMatcher(db, interval=0.0, sharp=0.0, hold=0.25)
+    last, gaps = None, []
+    for f in range(600):
+        before = matcher.frame
+        out = matcher.update(_steer(f), DT)
+        if out["changed"]:
+            ends = before + 2.0 >= db.range_stops[db.range_of(int(before))]
+            if last is not None and not ends:
+                gaps.append(f - last)
+            last = f
+    assert len(gaps) > 10 and min(gaps) * DT >= 0.25 - 1e-9, gaps
+
+
 # ---------------------------------------------------------------- motion
 
 
