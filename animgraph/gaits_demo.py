@@ -42,6 +42,7 @@ from . import data, kform, preprocess, skate
 from .errors import AnimgraphError
 from .fileio import atomic_write_text, check_writable, write_together
 from .pose import FIELDS, Clip, Pose
+from .svgplot import Panel, runs
 
 GAITS = ("walk", "jog", "run")
 SCHEDULE = ("walk", "jog", "run", "walk")  # one quarter of the demo each
@@ -303,49 +304,6 @@ def skate_line(r):
 COLORS = {"walk": "#dcefdc", "jog": "#f6efd2", "run": "#f6dcdc", "left": "#1f77b4", "right": "#e6731a"}
 
 
-class _Panel:
-    """One plot area of the SVG: data ranges mapped to pixels."""
-
-    def __init__(self, x, y, w, h, t1, lo, hi):
-        self.x, self.y, self.w, self.h, self.t1, self.lo, self.hi = x, y, w, h, t1, lo, hi
-
-    def px(self, t):
-        return self.x + self.w * t / self.t1
-
-    def py(self, v):
-        return self.y + self.h * (1.0 - (v - self.lo) / (self.hi - self.lo))
-
-    def line(self, t, v, color, width=1.5, dash=""):
-        pts = " ".join(f"{self.px(a):.1f},{self.py(b):.1f}" for a, b in zip(t, v))
-        extra = f' stroke-dasharray="{dash}"' if dash else ""
-        return f'<polyline fill="none" stroke="{color}" stroke-width="{width}"{extra} points="{pts}"/>'
-
-    def band(self, t0, t1, color, v0=None, v1=None, opacity=1.0):
-        y0 = self.y if v1 is None else self.py(v1)
-        y1 = self.y + self.h if v0 is None else self.py(v0)
-        return (f'<rect x="{self.px(t0):.1f}" y="{y0:.1f}" width="{max(self.px(t1) - self.px(t0), 0.5):.1f}" '
-                f'height="{y1 - y0:.1f}" fill="{color}" fill-opacity="{opacity}"/>')
-
-    def axes(self, label, ticks):
-        out = [f'<rect x="{self.x}" y="{self.y}" width="{self.w}" height="{self.h}" fill="none" stroke="#444"/>',
-               f'<text x="{self.x}" y="{self.y - 6}" font-size="13">{label}</text>']
-        for v in ticks:
-            y = self.py(v)
-            out.append(f'<line x1="{self.x - 4}" y1="{y:.1f}" x2="{self.x}" y2="{y:.1f}" stroke="#444"/>')
-            out.append(f'<text x="{self.x - 7}" y="{y + 4:.1f}" font-size="11" text-anchor="end">{v:g}</text>')
-        for s in range(int(self.t1) + 1):
-            x = self.px(s)
-            out.append(f'<line x1="{x:.1f}" y1="{self.y + self.h}" x2="{x:.1f}" y2="{self.y + self.h + 4}" stroke="#444"/>')
-            out.append(f'<text x="{x:.1f}" y="{self.y + self.h + 16}" font-size="11" text-anchor="middle">{s}</text>')
-        return out
-
-
-def _runs(mask):
-    """(start, stop) index pairs of the True runs of a bool array."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return list(zip(edges[::2], edges[1::2]))
-
-
 def plot_svg(rec, locked, free):
     """An SVG (text) of the demo: speed and gaits, toe heights with contacts, toe ground speed with and without locks."""
     frames = len(rec["gait"])
@@ -354,11 +312,11 @@ def plot_svg(rec, locked, free):
     width, left = 960, 70
     w = width - left - 30
     speed_hi = math.ceil(max(rec["speed"].max(), np.linalg.norm(locked["glob_vel"][:, 0, [0, 2]], axis=-1).max()))
-    p1 = _Panel(left, 40, w, 170, t1, 0.0, speed_hi)
+    p1 = Panel(left, 40, w, 170, t1, 0.0, speed_hi)
     height_hi = max(0.3, float(np.ceil(locked["toe_height"].max() * 10) / 10))
-    p2 = _Panel(left, 260, w, 150, t1, 0.0, height_hi)
+    p2 = Panel(left, 260, w, 150, t1, 0.0, height_hi)
     slide_hi = 1.0  # m/s: the scale of a sliding planted foot, not of a swinging one
-    p3 = _Panel(left, 460, w, 150, t1, 0.0, slide_hi)
+    p3 = Panel(left, 460, w, 150, t1, 0.0, slide_hi)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="660" font-family="sans-serif">',
            '<rect width="100%" height="100%" fill="white"/>']
 
@@ -382,14 +340,14 @@ def plot_svg(rec, locked, free):
     out += p2.axes("toe height (m): left (blue), right (orange); contacts shaded", np.round(np.linspace(0, height_hi, 4), 2))
     for i, side in enumerate(FEET):
         lo, hi = (0.0, 0.5 * height_hi) if i == 0 else (0.5 * height_hi, height_hi)
-        for s0, s1 in _runs(rec["contact"][:, i]):
+        for s0, s1 in runs(rec["contact"][:, i]):
             out.append(p2.band(t[s0], t[s1 - 1] + DT, COLORS[side], lo, hi, 0.15))
     for i, side in enumerate(FEET):
         out.append(p2.line(t, locked["toe_height"][:, i], COLORS[side]))
 
     out += p3.axes("left toe ground speed (m/s, clipped at 1): locked (blue) and without locks (grey); contacts shaded",
                    np.round(np.linspace(0, slide_hi, 4), 2))
-    for s0, s1 in _runs(rec["contact"][:, 0]):
+    for s0, s1 in runs(rec["contact"][:, 0]):
         out.append(p3.band(t[s0], t[s1 - 1] + DT, COLORS["left"], opacity=0.12))
     out.append(p3.line(t, np.minimum(free["toe_ground_speed"][:, 0], slide_hi), "#999", 1.0))
     out.append(p3.line(t, np.minimum(locked["toe_ground_speed"][:, 0], slide_hi), COLORS["left"]))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import animgraph as ag
+from conftest import qmul, rotvec
 from animgraph import demo, graphs
 from animgraph.pops import PopFinder
 from animgraph.skate import bvh_toes, contact_pairs, toe_skate
@@ -113,19 +114,6 @@ def _world(out, parents):
     return g.pos.astype(np.float64), g.vel.astype(np.float64), g.rot.astype(np.float64), g.ang.astype(np.float64)
 
 
-def _rotvec(q):
-    q = q * np.where(q[..., :1] < 0, -1.0, 1.0)
-    n = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    return 2.0 * np.arctan2(n, q[..., :1]) * q[..., 1:] / np.maximum(n, 1e-300)
-
-
-def _qmul(a, b):
-    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
-    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
-
-
 @pytest.mark.parametrize("seed", range(8))
 def test_the_whole_graphs_velocities_are_five_point_differences(seed):
     """Steered by the script to a time between 1.5 and 7 s (turning, locking, switching), then stepped by h.
@@ -164,7 +152,7 @@ def test_the_whole_graphs_velocities_are_five_point_differences(seed):
     fd = (pos[0] - 8 * pos[1] + 8 * pos[3] - pos[4]) / (12 * h)
     err = np.linalg.norm(fd - vel[2], axis=-1) / (1 + np.linalg.norm(fd, axis=-1))
     conj = rot[2] * np.array([1.0, -1.0, -1.0, -1.0])
-    r = [_rotvec(_qmul(rot[k], conj)) for k in range(5)]
+    r = [rotvec(qmul(rot[k], conj)) for k in range(5)]
     fd_ang = (r[0] - 8 * r[1] + 8 * r[3] - r[4]) / (12 * h)
     err_ang = np.linalg.norm(fd_ang - ang[2], axis=-1) / (1 + np.linalg.norm(fd_ang, axis=-1))
     assert err.max() < 2e-3 and err_ang.max() < 2e-3, (clock, err.max(), err_ang.max(), err.argmax())

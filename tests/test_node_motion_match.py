@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import animgraph as ag
+from conftest import qmul, rotvec
 from animgraph.database import bundled
 from animgraph.nodes.motion_match import MotionMatcher, arc_trajectory, rest_frame, trajectory_columns
 from animgraph.pops import PopFinder, world
@@ -140,21 +141,6 @@ def _steer(f):
     return arc_trajectory(1.0 + 2.5 * (f > 120) * (f < 240), 1.2 * np.sin(f / 40.0))
 
 
-def _rotvec(q):
-    """Rotation vectors (..., 3) of w-first unit quaternions, the short way."""
-    q = q * np.where(q[..., :1] < 0, -1.0, 1.0)
-    v = q[..., 1:]
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
-    return 2.0 * np.arctan2(n, q[..., :1]) * v / np.maximum(n, 1e-300)
-
-
-def _qmul(a, b):
-    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
-    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
-
-
 @pytest.mark.parametrize("seed", range(6))
 def test_velocities_are_five_point_differences_across_searches_and_switches(db, seed):
     """Steered for 0.5 to 2 s (searching every 0.15 s, switching), then stepped by h around a time: exact rates."""
@@ -169,7 +155,7 @@ def test_velocities_are_five_point_differences_across_searches_and_switches(db, 
     np.testing.assert_allclose(at[0].vel, fd, atol=2e-3 * (1 + np.abs(fd).max()))
     q0 = at[0].rot.astype(np.float64)
     conj = q0 * np.array([1.0, -1.0, -1.0, -1.0])
-    r = {k: _rotvec(_qmul(at[k].rot.astype(np.float64), conj)) for k in (-2, -1, 1, 2)}
+    r = {k: rotvec(qmul(at[k].rot.astype(np.float64), conj)) for k in (-2, -1, 1, 2)}
     fd_ang = (r[-2] - 8 * r[-1] + 8 * r[1] - r[2]) / (12 * h)
     np.testing.assert_allclose(at[0].ang, fd_ang, atol=2e-3 * (1 + np.abs(fd_ang).max()))
 
