@@ -25,7 +25,7 @@ import math
 
 from numba import njit
 
-from .kernels import joint_global, set_global_rotation
+from .kernels import joint_global, joint_global_below, set_rotation_under
 from .maths import (
     qbetween,
     qbetween_dx,
@@ -160,12 +160,17 @@ def apply_two_bone(pose, parents, ja, jb, jc, hinge, tpos, tvel, w, dw):
 
     Target position ``tpos`` (m) and velocity ``tvel`` (m/s) in model space; ``hinge`` the
     mid joint's hinge axis in its own frame; weight ``w`` with rate ``dw`` (1/s).
+    One walk from the root to ``ja``'s parent; the chain's globals follow from it.
     """
-    a = joint_global(pose, parents, ja)
-    b = joint_global(pose, parents, jb)
-    c = joint_global(pose, parents, jc)
+    pa = joint_global(pose, parents, parents[ja])
+    a = joint_global_below(pose, parents, parents[ja], pa, ja)
+    b = joint_global_below(pose, parents, ja, a, jb)
+    c = joint_global_below(pose, parents, jb, b, jc)
     q_hip, w_hip, q_knee, w_knee = two_bone_solve(a, b, c, (tpos, tvel), hinge, w, dw)
-    set_global_rotation(pose, parents, ja, qmul(q_hip, a[1]), vadd(w_hip, qrot(q_hip, a[4])))
+    set_rotation_under(pose, ja, pa, qmul(q_hip, a[1]), vadd(w_hip, qrot(q_hip, a[4])))
+    # jb's parent after the hip turn, from the stored (float32) hip as a fresh walk would read it.
+    a1 = joint_global_below(pose, parents, parents[ja], pa, ja)
+    pb = joint_global_below(pose, parents, ja, a1, parents[jb])
     rot_b = qmul(q_hip, qmul(q_knee, b[1]))
     ang_b = vadd(w_hip, qrot(q_hip, vadd(w_knee, qrot(q_knee, b[4]))))
-    set_global_rotation(pose, parents, jb, rot_b, ang_b)
+    set_rotation_under(pose, jb, pb, rot_b, ang_b)

@@ -15,7 +15,7 @@ Getters return float64 tuples (``np.float64``, not ``float()``: see ``animgraph.
 import numpy as np
 from numba import njit
 
-from .maths import kdiv, kidentity, kmul, load_kform, store3, store4
+from .maths import kdiv, kidentity, kmul, load_kform, store3, store4, store_kform
 
 # ---------------------------------------------------------------- columns of arrays
 
@@ -54,12 +54,9 @@ def write3(a, i, v):
 @njit(cache=True)
 def copy_pose(src, dst):
     """Copy pose tuple ``src`` into ``dst`` (same space and units; any float types; the same arrays are fine)."""
-    dst[0][:] = src[0]
-    dst[1][:] = src[1]
-    dst[2][:] = src[2]
-    dst[3][:] = src[3]
-    dst[4][:] = src[4]
-    dst[5][:] = src[5]
+    # Row by row: numba's slice assignment checks and broadcasts per call, several times slower for a pose.
+    for j in range(src[0].shape[0]):
+        store_kform(dst, j, load_kform(src, j))
 
 
 KFORM = 19  # floats of one kineform stored by ``state_pose``: pos 3, rot 4, scl 3, vel 3, ang 3, svl 3
@@ -89,15 +86,22 @@ def state_pose(st, o, joints):
 @njit(cache=True)
 def joint_global(local, parents, j):
     """Global (model-space) kineform of joint ``j`` of local pose tuple ``local``, by FK along its ancestors only (root first, as FK does); identity for -1."""
-    if j < 0:
-        return kidentity()
+    return joint_global_below(local, parents, -1, kidentity(), j)
+
+
+@njit(cache=True)
+def joint_global_below(local, parents, anc, g_anc, j):
+    """Global kineform of joint ``j`` given ``g_anc``, the global kineform of its ancestor ``anc`` (or ``j`` itself, or -1 and the identity).
+
+    FK from ``anc`` down to ``j``, in FK's order, so the result is the same as ``joint_global(local, parents, j)``.
+    """
     depth = 0
-    p = parents[j]
-    while p >= 0:
+    p = j
+    while p != anc:
         depth += 1
         p = parents[p]
-    g = kidentity()
-    for level in range(depth, -1, -1):
+    g = g_anc
+    for level in range(depth - 1, -1, -1):
         a = j
         for _ in range(level):
             a = parents[a]
@@ -108,7 +112,12 @@ def joint_global(local, parents, j):
 @njit(cache=True)
 def set_global_rotation(pose, parents, j, rot, ang):
     """Give joint ``j`` of local pose tuple ``pose`` the global (model-space) rotation ``rot`` turning at ``ang`` (rad/s)."""
-    par = joint_global(pose, parents, parents[j])
+    set_rotation_under(pose, j, joint_global(pose, parents, parents[j]), rot, ang)
+
+
+@njit(cache=True)
+def set_rotation_under(pose, j, par, rot, ang):
+    """``set_global_rotation`` given ``par``, the global kineform of ``j``'s parent (only its rot and ang are read)."""
     # Only rot and ang of the quotient are used; they do not depend on the other fields.
     loc = kdiv(par, (par[0], rot, par[2], par[3], ang, par[5]))
     store4(pose[1], j, loc[1])

@@ -144,6 +144,11 @@ def qinv(q):
 
 
 @njit(cache=True)
+def qadd(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
+
+
+@njit(cache=True)
 def qscale(q, s):
     return (q[0] * s, q[1] * s, q[2] * s, q[3] * s)
 
@@ -544,6 +549,67 @@ def is_one(v):
     return v[0] == 1.0 and v[1] == 1.0 and v[2] == 1.0
 
 
+SLERP_SERIES_MIN = 0.8  # cos of the half angle above which slerp's weights come from their series (about 74 degrees apart)
+SERIES_TOL = 1e-14  # a series stops at a term this small (its terms are all >= 0 and fall at least 10-fold)
+SERIES_INV = np.array([0.0] + [1.0 / (k * (2 * k + 1)) for k in range(1, 64)])  # 1 / (k (2k + 1)): no divide per term
+
+
+@njit(cache=True, error_model="numpy")
+def slerp_weights(x, t0, t1):
+    """``f(t) = sin(t h) / sin h`` at ``t0`` and ``t1``, their derivatives in ``x = cos h``, and ``h / sin h``.
+
+    With ``y = x - 1``: ``f(t) = sum_k c_k y^k``, ``c_0 = t``, ``c_k = c_{k-1} (t^2 - k^2) / (k (2k + 1))``;
+    ``h / sin h = df/dt`` at ``t = 0``.  For ``t`` in [0, 1] and ``x`` near 1 no trigonometry is needed.
+    """
+    y = x - 1.0
+    p0 = t0 * (t0 * t0 - 1.0) / 3.0  # c_k y^(k-1), k = 1
+    p1 = t1 * (t1 * t1 - 1.0) / 3.0
+    g = -1.0 / 3.0
+    f0, f1, df0, df1, h_sin = t0 + p0 * y, t1 + p1 * y, p0, p1, 1.0 + g * y
+    k, n = 1.0, 1
+    while abs(k * p0) + abs(k * p1) + abs(g) > SERIES_TOL and n < 63:
+        k, n = k + 1.0, n + 1
+        r = y * SERIES_INV[n]
+        p0 *= (t0 * t0 - k * k) * r
+        p1 *= (t1 * t1 - k * k) * r
+        g *= -k * k * r
+        f0, f1, df0, df1, h_sin = f0 + p0 * y, f1 + p1 * y, df0 + k * p0, df1 + k * p1, h_sin + g * y
+    return f0, f1, df0, df1, h_sin
+
+
+@njit(cache=True, error_model="numpy")
+def blend_rot(ar, aw, br, bw, alpha, alpha_vel):
+    """Rotation ``exp(α log(br ar^-1)) ar`` (shortest arc) and its angular velocity (rad/s), both ends turning.
+
+    Near rotations (the common case) use slerp's form ``f(1-α) ar + f(α) br`` and its time derivative
+    (weights from ``slerp_weights``; the weight's rate adds ``α' log(br ar^-1)``); far ones the exp map.
+    """
+    x = qdot(ar, br)
+    if x < 0.0:
+        br, x = qscale(br, -1.0), -x
+    if x < SLERP_SERIES_MIN:
+        return blend_rot_log(ar, aw, br, bw, alpha, alpha_vel)
+    f0, f1, df0, df1, h_sin = slerp_weights(x, 1.0 - alpha, alpha)
+    dar, dbr = ang_to_qdx(ar, aw), ang_to_qdx(br, bw)
+    dx = qdot(dar, br) + qdot(ar, dbr)
+    rot = qadd(qscale(ar, f0), qscale(br, f1))
+    drot = qadd(qadd(qscale(ar, df0 * dx), qscale(br, df1 * dx)), qadd(qscale(dar, f0), qscale(dbr, f1)))
+    ang = qdx_to_ang(rot, drot)
+    if alpha_vel != 0.0:
+        delta = qmul(br, qinv(ar))
+        ang = vadd(ang, vscale((delta[1], delta[2], delta[3]), 2.0 * h_sin * alpha_vel))
+    return rot, ang
+
+
+@njit(cache=True, error_model="numpy")
+def blend_rot_log(ar, aw, br, bw, alpha, alpha_vel):
+    """``blend_rot`` through the exp map: one atan2, one sin and one cos."""
+    delta = qmul(br, qinv(ar))
+    d, d2, dd = to_scaled_angle_axis_dx(delta, vsub(bw, qrot(delta, aw)))
+    e, e_ang = weighted_rot_sq(d, d2, dd, alpha, alpha_vel)
+    return qmul(e, ar), vadd(e_ang, qrot(e, aw))
+
+
 @njit(cache=True, error_model="numpy")
 def blend_kform(a, b, alpha, alpha_vel):
     """Kineform between ``a`` (α=0) and ``b`` (α=1), with the velocity of the changing weight."""
@@ -553,12 +619,7 @@ def blend_kform(a, b, alpha, alpha_vel):
     vel = vlerp(av, bv, alpha)
     if alpha_vel != 0.0:
         vel = vadd(vel, vscale(vsub(bp, ap), alpha_vel))
-    # Rotation: walk the shortest arc from a towards b, both ends moving.
-    delta = qmul(br, qinv(ar))
-    d, d2, dd = to_scaled_angle_axis_dx(delta, vsub(bw, qrot(delta, aw)))
-    e, e_ang = weighted_rot_sq(d, d2, dd, alpha, alpha_vel)
-    rot = qmul(e, ar)
-    ang = vadd(e_ang, qrot(e, aw))
+    rot, ang = blend_rot(ar, aw, br, bw, alpha, alpha_vel)
     # Scale: lerp in log space; unit scales (the common case) have log 0 and stay 1.
     svl = vlerp(asv, bsv, alpha)
     if is_one(asc) and is_one(bsc):

@@ -268,13 +268,14 @@ def load_assets(graph, assets=None, skeleton=None):
     for name, value in (assets or {}).items():
         skel, clip = value if isinstance(value, tuple) else (value.skeleton, value)
         clips[name], sources[name] = clip, skel
+    first = None  # the asset the others are compared with; None: the skeleton the caller gave
     for name, skel in sources.items():
         if skeleton is None:
             skeleton, first = skel, name
         elif len(skel) != len(skeleton) or not np.array_equal(skel.parents, skeleton.parents):
             node, port = _user(graph, name)
             raise GraphError(
-                f"asset {name!r} has a different skeleton ({len(skel)} joints) from asset {first!r} "
+                f"asset {name!r} has a different skeleton ({len(skel)} joints) from {_source(first)} "
                 f"({len(skeleton)} joints): a graph's assets share one skeleton",
                 node, port, file,
             )
@@ -283,11 +284,16 @@ def load_assets(graph, assets=None, skeleton=None):
             node, port = _user(graph, name)
             diff = next(i for i, (a, b) in enumerate(zip(skel.names, skeleton.names)) if a != b)
             raise GraphError(
-                f"asset {name!r} has other joint names than asset {first!r} (joint {diff}: "
+                f"asset {name!r} has other joint names than {_source(first)} (joint {diff}: "
                 f"{skel.names[diff]!r} vs {skeleton.names[diff]!r}): a database and the clips beside it share "
                 "one skeleton", node, port, file,
             )
     return skeleton, clips
+
+
+def _source(first):
+    """How an error names the skeleton assets are compared with."""
+    return "the given skeleton" if first is None else f"asset {first!r}"
 
 
 def _is_database(clips, *names):

@@ -28,7 +28,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numba import njit
 
-from animgraph.kernels import read3, write3
+from animgraph.kernels import copy_pose, read3, write3
 from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd, vscale
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 
@@ -56,12 +56,23 @@ ST = fields("OutputSt", pos=3, rot=4, last_vel=3, last_ang=3, last_dt=1, has_las
 
 @njit(cache=True)
 def place(src, parents, world, every_joint, out):
-    """``out = world * src`` on root joints (or on every joint of a global pose)."""
+    """``out = world * src`` on root joints (or on every joint of a global pose); a copy when ``world`` is the identity."""
+    if is_identity(world):  # graphs without root motion or teleports: the product would return each row as is
+        copy_pose(src, out)
+        return
     for j in range(parents.shape[0]):
         k = load_kform(src, j)
         if every_joint or parents[j] < 0:
             k = kmul(world, k)
         store_kform(out, j, k)
+
+
+@njit(cache=True)
+def is_identity(world):
+    """Whether placement kineform ``world`` (its scale and svl are always 1 and 0) is the identity, at rest."""
+    pos, rot, _, vel, ang, _ = world
+    return (pos == ZERO and vel == ZERO and ang == ZERO
+            and rot[0] == 1.0 and rot[1] == 0.0 and rot[2] == 0.0 and rot[3] == 0.0)
 
 
 @njit(cache=True)
