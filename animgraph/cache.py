@@ -9,9 +9,12 @@ kernels makes a stale cache impossible.
 import functools
 import hashlib
 import os
+import re
+import shutil
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -88,12 +91,51 @@ def _usable(preferred):
     return fallback
 
 
+PRUNE_DAYS = 14  # a version's compiled code unused this long is removed
+PRUNE_AT_ONCE = 2  # directories removed per start, so that no start pays for a large clean-up
+_VERSION_DIR = re.compile(r"[0-9a-f]{16}")  # what source_hash() names: nothing else is ever removed
+
+
+def prune(current, days=PRUNE_DAYS, at_most=PRUNE_AT_ONCE, now=None):
+    """Mark ``current`` used (its mtime) and remove up to ``at_most`` other version directories beside it unused for ``days``.
+
+    Every version of the kernels compiles into its own directory (``source_hash()``), so
+    upgrades and edits leave old ones behind; each start touches its own, and the
+    oldest untouched ones go a few at a time.  Only names ``source_hash()`` makes are
+    candidates; errors (a directory in use or not ours to remove) are skipped.  Returns
+    the paths removed.
+    """
+    current = Path(current)
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        os.utime(current)
+        entries = list(os.scandir(current.parent))
+    except OSError:
+        return removed
+    old = []
+    for entry in entries:
+        if entry.name == current.name or not _VERSION_DIR.fullmatch(entry.name):
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False) and now - entry.stat(follow_symlinks=False).st_mtime > days * 86400:
+                old.append((entry.stat(follow_symlinks=False).st_mtime, Path(entry.path)))
+        except OSError:
+            continue
+    for _, path in sorted(old)[:at_most]:  # the oldest first
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            removed.append(path)
+    return removed
+
+
 def configure_numba():
-    """Point numba's cache at ``cache_dir()`` unless the user chose NUMBA_CACHE_DIR."""
+    """Point numba's cache at ``cache_dir()`` unless the user chose NUMBA_CACHE_DIR; prune old versions' directories."""
     import numba
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
         numba.config.CACHE_DIR = str(cache_dir() / "numba")
+    prune(cache_dir())
 
 
 def is_cold():

@@ -136,27 +136,30 @@ def source(names):
     own = [i for i, name in enumerate(names) if REGISTRY[name].CLIP_TABLES]
     dbs = ", ".join(["db"] + [f"db{i}" for i in own])
     lines += ["", *_dbs_source(names), ""]
-    lines += [
-        "",
-        "@njit(cache=True)",
-        f"def character(c, table, par, chars, vecs, rots, {dbs}, dt):",
-        f"    n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
-        "    v = vecs[c]",
-        "    pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
-        "    s = chars[c, 0:n_sig]",
-        "    t = chars[c, n_sig:]",
-        "    for i in range(n_ops):",
-        f"        o = ops_at + {OP_WIDTH} * i",
-        f"        kind = table[o + {OP_KIND}]",
-        f"        ins = table[io_at + table[o + {OP_INS}]:io_at + table[o + {OP_OUTS}]]",
-        f"        outs = table[io_at + table[o + {OP_OUTS}]:io_at + table[o + {OP_OUTS_END}]]",
-        f"        p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
-        f"        x = t[table[o + {OP_STATE}]:table[o + {OP_STATE_END}]]",
+    head = f"def character(c, table, par, chars, vecs, rots, {dbs}, dt):"
+    body = [
+        f"n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
+        "v = vecs[c]",
+        "pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
+        "s = chars[c, 0:n_sig]",
+        "t = chars[c, n_sig:]",
+        "for i in range(n_ops):",
+        f"    o = ops_at + {OP_WIDTH} * i",
+        f"    kind = table[o + {OP_KIND}]",
+        f"    ins = table[io_at + table[o + {OP_INS}]:io_at + table[o + {OP_OUTS}]]",
+        f"    outs = table[io_at + table[o + {OP_OUTS}]:io_at + table[o + {OP_OUTS_END}]]",
+        f"    p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
+        f"    x = t[table[o + {OP_STATE}]:table[o + {OP_STATE_END}]]",
     ]
     for i, name in enumerate(names):
-        lines.append(f"        {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
-        lines.append(f"            k{i}(ins, outs, p, x, pose, s, {f'db{i}' if i in own else 'db'}, dt)")
+        body.append(f"    {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
+        body.append(f"        k{i}(ins, outs, p, x, pose, s, {f'db{i}' if i in own else 'db'}, dt)")
     args = "table, par, chars, vecs, rots, clipbuf, dt"
+    # run_serial holds the per-character walk itself rather than calling ``character``: each
+    # numba function's machine code is generated for everything it calls, so a separate
+    # ``character`` would make a cold start generate the code of every kernel twice.
+    # run_parallel (batch > 1) keeps calling it: its prange body is outlined anyway.
+    lines += ["", "", "@njit(cache=True)", head, *("    " + b for b in body)]
     lines += [
         "",
         "",
@@ -164,7 +167,7 @@ def source(names):
         f"def run_serial({args}):",
         f"    {dbs}, = dbs(table, clipbuf)",
         "    for c in range(chars.shape[0]):",
-        f"        character(c, table, par, chars, vecs, rots, {dbs}, dt)",
+        *("        " + b for b in body),
         "",
         "",
         "@njit(cache=True, parallel=True)",

@@ -52,11 +52,31 @@ def write3(a, i, v):
 
 
 @njit(cache=True)
+def copy_rows(src, dst):
+    """Copy the 2-D array ``src`` into ``dst`` of the same shape (any float types; the same array is fine).
+
+    Loops rather than ``dst[:] = src``: numba's slice assignment links a formatted
+    shape-error message (its unicode machinery) into every caller, seconds of cold
+    compile for a plain copy.  The values written are the same (one cast per element).
+    """
+    if src.shape[0] != dst.shape[0] or src.shape[1] != dst.shape[1]:
+        raise ValueError("copy_rows: the arrays' shapes differ")
+    for j in range(dst.shape[0]):
+        for k in range(dst.shape[1]):
+            dst[j, k] = src[j, k]
+
+
+@njit(cache=True)
 def copy_pose(src, dst):
     """Copy pose tuple ``src`` into ``dst`` (same space and units; any float types; the same arrays are fine)."""
-    # Row by row: numba's slice assignment checks and broadcasts per call, several times slower for a pose.
-    for j in range(src[0].shape[0]):
-        store_kform(dst, j, load_kform(src, j))
+    # Plain loops (copy_rows): a slice assignment costs several times more per call and compiles a
+    # shape-error message into every kernel that copies.
+    copy_rows(src[0], dst[0])
+    copy_rows(src[1], dst[1])
+    copy_rows(src[2], dst[2])
+    copy_rows(src[3], dst[3])
+    copy_rows(src[4], dst[4])
+    copy_rows(src[5], dst[5])
 
 
 KFORM = 19  # floats of one kineform stored by ``state_pose``: pos 3, rot 4, scl 3, vel 3, ang 3, svl 3

@@ -15,7 +15,8 @@ import numpy as np
 from numba import njit
 from pydantic import Field, model_validator
 
-from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register
+from animgraph.kernels import copy_pose
+from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.stencil import stencil
 
@@ -57,12 +58,7 @@ def select_node(ins, outs, par, st, pose, sig, db, dt):
         for c in range(size):
             sig[dst + c] = sig[src + c]
     elif src != dst:
-        pose[0][dst][:] = pose[0][src]
-        pose[1][dst][:] = pose[1][src]
-        pose[2][dst][:] = pose[2][src]
-        pose[3][dst][:] = pose[3][src]
-        pose[4][dst][:] = pose[4][src]
-        pose[5][dst][:] = pose[5][src]
+        copy_pose(slot(pose, src), slot(pose, dst))  # loops: see copy_rows
     sig[outs[OUT.changed]] = 1.0 if (st[ST.index] >= 0.0 and index != st[ST.index]) else 0.0
     st[ST.index] = index
 
