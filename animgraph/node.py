@@ -123,11 +123,11 @@ def _pack(cls, **values):
 
 CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
 # Kinds of fields that are more than a number, for generated editor widgets.
-FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches")
+FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches", "tags")
 # joint(s): names or indices in the graph's skeleton; clip: an asset name; axis: a direction
 # vec3 (or three numbers, as the controller's offsets); enum: one of a Literal's strings;
 # signal: a signal kind; value: a value of the node's signal kind (number, vec3, quat, bool,
-# trajectory); branches: a list of {joint, weight, depth}.
+# trajectory); branches: a list of {joint, weight, depth}; tags: a list of words (motion_match's clip filters).
 
 # The trajectory signal's blocks (module docstring): positions (x, z) and facings (x, z) of the 3
 # future points, then their rates; ``sig[at + TRAJECTORY.facing + 2 * k]`` is point k's facing x.

@@ -293,7 +293,7 @@ class GraphView:
         elif w == "axis" and value is not None and len(value) == 3:
             item = dpg.add_input_floatx(default_value=list(value), size=3, on_enter=True, format="%.3g", **kw,
                                         callback=lambda s, a: self.act("set_field", nid, spec.name, list(a[:3])))
-        else:  # text, joints, value, branches, optional numbers: JSON text (what the file holds)
+        else:  # text, joints, value, branches, tags, optional numbers: JSON text (what the file holds)
             text = value if isinstance(value, str) and w == "text" else json.dumps(value)
             item = dpg.add_input_text(default_value=text, on_enter=True, **kw,
                                       callback=lambda s, a: self._set_json(nid, spec, a))

@@ -24,7 +24,8 @@ from animgraph.node import CATEGORIES, REGISTRY, SIGNAL_SIZE, SIGNALS
 
 OTHER = "other"  # palette group of a node type whose CATEGORY is not one of CATEGORIES
 NUMERIC = ("float", "int", "axis", "value")  # widgets with bounds (a joint's index bounds are no use to a name list)
-WIDGETS = ("float", "int", "bool", "text", "enum", "joint", "joints", "clip", "axis", "signal", "value", "branches")
+WIDGETS = ("float", "int", "bool", "text", "enum", "joint", "joints", "clip", "axis", "signal", "value", "branches",
+           "tags")
 
 
 def groups():

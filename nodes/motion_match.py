@@ -24,7 +24,7 @@ and its offset (``JOINT``), the root-motion tail (``MOTION``).
 """
 
 import math
-from typing import Literal
+from typing import List, Literal
 
 import numpy as np
 from numba import njit
@@ -131,20 +131,41 @@ def trajectory_columns(db):
     return columns, offset, scale
 
 
-def rest_frame(db):
-    """The searchable frame that moves least (root speed plus turn rate times 1 m), cached on ``db``.
+MIRRORED = " (mirrored)"  # the suffix of a mirrored range's name (``animgraph.database``)
+SIDES = {"left": "right", "right": "left"}
+
+
+def range_tags(name):
+    """A database range's tags: the words of its clip's name ("jog_turn_left": jog, turn, left); a mirror image
+    has "mirrored" and its left and right swapped (the mirror of a left turn is a right turn)."""
+    mirrored = name.endswith(MIRRORED)
+    base = name[:-len(MIRRORED)] if mirrored else name
+    words = {w for w in base.lower().replace("-", "_").replace(" ", "_").split("_") if w}
+    return {SIDES.get(w, w) for w in words} | {"mirrored"} if mirrored else words
+
+
+def search_ranges(db, include=(), exclude=()):
+    """(starts, stops) (R,) int64: the searchable frames of the ranges kept by the tag filters (others emptied)."""
+    starts, stops = np.array(db.search_starts, np.int64), np.array(db.search_stops, np.int64)
+    for r, name in enumerate(db.names):
+        tags = range_tags(name)
+        if (include and not tags & set(include)) or tags & set(exclude):
+            stops[r] = starts[r]
+    return starts, stops
+
+
+def rest_frame(db, starts, stops):
+    """The searchable frame (of ``starts``/``stops``) that moves least: root speed plus turn rate times 1 m.
 
     The first search of a reset asks from this frame's pose: a character appears standing
     unless its input asks otherwise, instead of in whatever pose the first clip starts in.
     """
-    if getattr(db, "_rest_frame", None) is None:
-        motion = np.asarray(db.motion, np.float64)
-        still = np.linalg.norm(motion[:, :3], axis=1) + np.linalg.norm(motion[:, 3:], axis=1)
-        searchable = np.zeros(len(still), bool)
-        for a, b in zip(db.search_starts, db.search_stops):
-            searchable[a:b] = True
-        db._rest_frame = int(np.argmin(np.where(searchable, still, np.inf)))
-    return db._rest_frame
+    motion = np.asarray(db.motion, np.float64)
+    still = np.linalg.norm(motion[:, :3], axis=1) + np.linalg.norm(motion[:, 3:], axis=1)
+    searchable = np.zeros(len(still), bool)
+    for a, b in zip(starts, stops):
+        searchable[a:b] = True
+    return int(np.argmin(np.where(searchable, still, np.inf)))
 
 
 # ---------------------------------------------------------------- kernel
@@ -332,9 +353,12 @@ class MotionMatch(Node):
     near: float = seconds_field(0.2, "a best frame this close to the playing one in the same clip keeps playing "
                                     "(no jump back and forth in one clip)")
     halflife: float = seconds_field(0.1, "inertialization half-life of a switch (s); 0 cuts")
+    tags: List[str] = Field([], max_length=64, description="search only the clips with one of these tags (the words "
+                            "of a clip's name, 'mirrored' for mirror images); empty: every clip")
+    exclude_tags: List[str] = Field([], max_length=64, description="never search the clips with one of these tags")
 
     CATEGORY = "locomotion"
-    FIELD_KINDS = {"database": "clip"}
+    FIELD_KINDS = {"database": "clip", "tags": "tags", "exclude_tags": "tags"}
     EXAMPLE = {"database": "db"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
@@ -363,14 +387,29 @@ class MotionMatch(Node):
                         sharp=self.sharp, near=round(self.near / db.dt), hold=self.hold, halflife=self.halflife,
                         frame_dt=db.dt, start=rng.start, frames=len(db.features), dims=dims, small=len(boxes[0]),
                         large=len(boxes[2]), columns=columns, offset=offset, scale=scale, ranges=len(db.range_starts))
-        tables = [db.range_starts, db.range_stops, db.search_starts, db.search_stops]
+        tables = [db.range_starts, db.range_stops, *self._searched(db)]
         return np.concatenate([head] + [np.asarray(t, np.float64) for t in tables])
+
+    def _searched(self, db):
+        """The searchable frames the tag filters keep; a GraphError naming the field when a tag or the filter
+        leaves nothing."""
+        known = set().union(*(range_tags(n) for n in db.names))
+        for field in ("tags", "exclude_tags"):
+            unknown = sorted(set(getattr(self, field)) - known)
+            if unknown:
+                raise GraphError(f"no clip of asset {self.database!r} has the tag(s) {unknown} (tags: "
+                                 f"{', '.join(sorted(known))})", self.id, field)
+        starts, stops = search_ranges(db, self.tags, self.exclude_tags)
+        if not np.any(stops > starts):
+            raise GraphError(f"the tag filters leave no clip of asset {self.database!r} to search", self.id,
+                             "exclude_tags" if self.exclude_tags else "tags")
+        return starts, stops
 
     def state(self, ctx, time=0.0):
         """Nothing shown yet: the first frame searches from the database's frame nearest to standing still."""
         rng, db = self._db(ctx)
         st = np.zeros(ST.SIZE + JOINT.SIZE * len(ctx.skeleton) + MOTION.SIZE)
-        st[ST.frame] = rng.start + rest_frame(db)
+        st[ST.frame] = rng.start + rest_frame(db, *self._searched(db))
         return st
 
 

@@ -14,7 +14,8 @@ import pytest
 import animgraph as ag
 from conftest import qmul, rotvec
 from animgraph.database import bundled
-from animgraph.nodes.motion_match import MotionMatcher, arc_trajectory, rest_frame, trajectory_columns
+from animgraph.nodes.motion_match import (MotionMatcher, arc_trajectory, range_tags, rest_frame,
+                                          trajectory_columns)
 from animgraph.pops import PopFinder, world
 
 DT = 1 / 60
@@ -78,7 +79,7 @@ def test_the_first_search_is_the_brute_force_choice(db, speed, turn):
     wish = arc_trajectory(speed, turn)
     matcher.update(wish, DT)
     columns, offset, scale = trajectory_columns(db)
-    query = db.features[rest_frame(db)].astype(np.float64)
+    query = db.features[rest_frame(db, db.search_starts, db.search_stops)].astype(np.float64)
     query[columns.astype(int)] = ((wish - offset) / scale).astype(np.float32)
     assert int(matcher.frame) == _brute_force(db, query)
 
@@ -126,6 +127,34 @@ def test_after_a_switch_it_holds_unless_its_clip_ends(db):
                 gaps.append(f - last)
             last = f
     assert len(gaps) > 10 and min(gaps) * DT >= 0.25 - 1e-9, gaps
+
+
+def test_tags_are_the_words_of_a_clips_name_and_a_mirror_swaps_sides():
+    assert range_tags("jog_turn_left") == {"jog", "turn", "left"}
+    assert range_tags("jog_turn_left (mirrored)") == {"jog", "turn", "right", "mirrored"}
+    assert range_tags("walk") == {"walk"}
+
+
+@pytest.mark.parametrize("tags,exclude", [(["run"], []), (["walk", "jog"], ["mirrored"]), ([], ["stop", "turn"])])
+def test_tag_filters_keep_the_search_in_the_clips_they_name(db, tags, exclude):
+    matcher = MotionMatcher(db, tags=tags, exclude_tags=exclude, interval=0.05)
+    seen = set()
+    for f in range(300):
+        matcher.update(_steer(f), DT)
+        name = db.names[db.range_of(int(matcher.frame))]
+        seen.add(name)
+        assert not tags or range_tags(name) & set(tags), name
+        assert not range_tags(name) & set(exclude), name
+    assert len(seen) >= 1
+
+
+def test_a_tag_no_clip_has_or_filters_that_leave_nothing_name_the_field():
+    with pytest.raises(ag.GraphError, match="no clip .* has the tag.*'crawl'") as err:
+        ag.compile(graph(tags=["crawl"]))
+    assert "mm" in str(err.value) and "tags" in str(err.value)
+    with pytest.raises(ag.GraphError, match="leave no clip") as err:
+        ag.compile(graph(tags=["run"], exclude_tags=["run"]))
+    assert "exclude_tags" in str(err.value)
 
 
 # ---------------------------------------------------------------- motion
