@@ -4,14 +4,17 @@ The database (a graph asset ``{"database": ...}``, ``animgraph.database``) holds
 root-relative frames (each root joint relative to the simulation bone) with their root
 motion and foot contacts, and normalised features per frame (foot and hip positions and
 velocities in the bone's frame, the future trajectory's positions and facings).  Each frame
-the node plays on within the current range; it searches every ``interval`` s, when the
-range ends, when a foot plants, or when the ``trajectory`` input changes sharply.  The query
-is the playing frame's features with the trajectory part taken from the input (in the
-simulation object's own frame, as the database's), normalised like the database.
-``animgraph.search.boxed`` finds the best frame (exactly brute force's); it replaces the
-playing one only when it beats the playing frame's successor by ``margin`` (every other
-frame also pays ``transition_cost``).  A switch is hidden by inertialization (a spring of
-``halflife``, ``animgraph.offsets``), so position and velocity stay continuous.
+the node plays on at the database's rate (a frame's ``dt`` is the step since the last frame,
+as in ``inertialize``); it searches every ``interval`` s, when a foot plants, or when the
+``trajectory`` input changes sharply (not within ``hold`` s of a switch), and always when
+the clip ends.  The query is the features of the frame that plays next, its trajectory part
+taken from the input (in the simulation object's own frame, as the database's) and
+normalised like the database.  ``animgraph.search.boxed`` finds the best frame (exactly
+brute force's) among the clips the ``tags`` filters keep; it replaces the playing one only
+when it beats that next frame by ``margin`` (every other frame also pays
+``transition_cost``) and is not within ``near`` s of it in the same clip.  A switch is
+hidden by inertialization (a spring of ``halflife``, ``animgraph.offsets``), so position and
+velocity stay continuous.  A reset starts from the database's stillest frame.
 
 Between database frames the pose is linear in position and log-scale and uniform in
 rotation (``exp(s log(q1 q0^-1)) q0``), so each frame interval has constant exact
