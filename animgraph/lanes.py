@@ -173,7 +173,11 @@ def store_lane(tile, joint, lane, k):
 
 @njit(inline="always")
 def kmul_joint(a, a_joint, b, b_joint, out, out_joint):
-    """``out[out_joint] = a[a_joint] * b[b_joint]`` for every lane; ``out`` must not be ``a`` or ``b``."""
+    """``out[out_joint] = a[a_joint] * b[b_joint]`` for every lane.
+
+    ``out`` should be a buffer other than ``a`` and ``b``: results are right either way, but
+    LLVM only packs the loop when it can tell the stores from the loads.
+    """
     for lane in range(LANES):
         store_lane(out, out_joint, lane, kmul(load_lane(a, a_joint, lane), load_lane(b, b_joint, lane)))
 
