@@ -12,7 +12,9 @@
    the cache filled (warm), and the Python overhead of one ``step()`` call;
 5. motion-matching search (``animgraph.search``): brute, boxed and scan on a synthetic
    gait-like database (``synthetic_database``) and on the bundled one, one query per
-   call, one thread, with boxed's pruning statistics (``search.boxed_counts``).
+   call, one thread, with boxed's pruning statistics (``search.boxed_counts``);
+6. ``lanes/fk65/1000``: FK alone over 1000 chain65 characters, one thread, in lane tiles
+   (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character.
 
 Every time is the median of repeated runs.  Nothing here asserts a time.
 """
@@ -29,6 +31,9 @@ import tempfile
 import time
 
 import numpy as np
+from numba import njit
+
+from .nodes.fk import fk_kernel
 
 DT = 1.0 / 60.0
 CHAIN_ALPHA = 0.7  # weight of clip b: the 0.3/0.7 blend
@@ -186,6 +191,26 @@ def machine():
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
         "threading_layer": layer,
     }
+
+
+@njit(cache=True)
+def fk_characters(local, parents, out):
+    """Today's FK kernel (float64 maths, one character at a time) over kernel tuples of (B, J, 3|4) arrays."""
+    for n in range(local[0].shape[0]):
+        fk_kernel((local[0][n], local[1][n], local[2][n], local[3][n], local[4][n], local[5][n]), parents,
+                  (out[0][n], out[1][n], out[2][n], out[3][n], out[4][n], out[5][n]))
+
+
+def median_seconds(call, calls, repeats):
+    """Median seconds per ``call()`` over ``repeats`` runs of ``calls`` calls (after one warm-up call)."""
+    call()
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        runs.append((time.perf_counter() - start) / calls)
+    return statistics.median(runs)
 
 
 # ---------------------------------------------------------------- suites
@@ -492,11 +517,38 @@ def bench_search(quick):
     return results
 
 
+def bench_lanes(quick):
+    """(6) FK of 1000 chain65 characters on one thread: lane tiles against today's FK kernel, per joint."""
+    from . import lanes, ops
+    from .pose import Pose
+
+    skel, clips = chain_assets()
+    batch, joints = 1000, len(skel)
+    local = ops.sample(clips["a"], np.random.default_rng(0).uniform(0.0, clips["a"].duration, batch))
+    parents = skel.parents.astype(np.int64)
+    tiles = lanes.pack_tiles(local)
+    tiles_out = np.empty_like(tiles)
+    today_out = Pose.identity(joints, (batch,))
+    calls, reps = (5, 3) if quick else (50, 7)
+    seconds = median_seconds(lambda: lanes.fk_tiles(tiles, parents, tiles_out), calls, reps)
+    today = median_seconds(lambda: fk_characters(local.as_tuple(), parents, today_out.as_tuple()), calls, reps)
+    got = lanes.unpack_tiles(tiles_out, batch)
+    diff = max(float(np.abs(getattr(got, f) - getattr(today_out, f)).max()) for f in ("pos", "rot", "vel", "ang"))
+    per_joint = seconds * 1e9 / (batch * joints)
+    today_per_joint = today * 1e9 / (batch * joints)
+    return [_result("lanes/fk65/1000", seconds, batch, threads=1, joints=joints, lanes=lanes.LANES,
+                    ns_per_joint=per_joint, today_ns_per_joint=today_per_joint, max_abs_diff=diff,
+                    note=f"FK only: {per_joint:.2f} ns per joint-character in tiles of {lanes.LANES} "
+                         f"(pack/unpack not included), today's FK kernel {today_per_joint:.1f}; "
+                         f"max |difference| {diff:.2g}")]
+
+
 def run_all(quick=False, progress=None):
     """Every benchmark: {'machine': ..., 'results': [...]}; ``progress(text)`` is told what runs."""
     say = progress or (lambda text: None)
     results = []
     for title, suite in (("ozz chain and Python dispatch", bench_chain), ("chain ops", bench_chain_ops),
+                         ("lane tiles (FK)", bench_lanes),
                          ("shipped graphs", bench_graphs), ("step() overhead", bench_step_overhead),
                          ("motion-matching search", bench_search),
                          ("start-up (cold compile takes minutes)", bench_startup)):
