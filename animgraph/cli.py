@@ -525,6 +525,9 @@ def main(argv=None):
         pass
     try:
         if args.handler in _COMPILING and cache.is_cold():
+            from . import executor
+
+            executor.load()  # now rather than at the graph's plan: a compile helper starts at once (animgraph.warm)
             with _compile_progress():
                 return args.handler(args) or 0
         return args.handler(args) or 0
