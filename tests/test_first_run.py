@@ -60,8 +60,9 @@ def test_cold_compile_in_two_processes_equals_one(tmp_path):
     assert status == 0 and helpers == []
     assert sorted(two.files) == sorted(one.files)
     for name in one.files:
-        assert np.array_equal(two[name], one[name], equal_nan=True), name
-        assert np.array_equal(again[name], one[name], equal_nan=True), name
+        nan = one[name].dtype.kind == "f"  # bit-identical floats, NaN where the other has NaN
+        assert np.array_equal(two[name], one[name], equal_nan=nan), name
+        assert np.array_equal(again[name], one[name], equal_nan=nan), name
 
 
 def test_jobs_from_the_environment(monkeypatch):
