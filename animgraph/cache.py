@@ -135,7 +135,55 @@ def configure_numba():
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
         numba.config.CACHE_DIR = str(cache_dir() / "numba")
+    _lock_numba_cache_writes()
     prune(cache_dir())
+
+
+def _lock_numba_cache_writes():
+    """Make numba's cache-entry saves exclusive across processes (an advisory lock file; POSIX only).
+
+    A save reads a function's index, picks the next free data-file number for a new
+    signature, writes the index, then the data.  Two processes adding different
+    signatures of one function at once (two first runs, or ``animgraph.warm``'s helper
+    beside the main process) can both pick the same number, leaving an index entry that
+    names the other signature's machine code.  Holding a lock over the whole save makes
+    the read-modify-write atomic; loads need none (every file is replaced atomically, and
+    an entry whose data file is not written yet loads as a miss).  Returns whether it is on.
+    """
+    try:
+        import fcntl
+
+        from numba.core.caching import IndexDataCacheFile
+    except ImportError:
+        return False
+    save = IndexDataCacheFile.save
+    if getattr(save, "_animgraph_locked", False):
+        return True
+
+    def locked_save(self, key, data):
+        try:
+            os.makedirs(self._cache_path, exist_ok=True)
+            fd = os.open(os.path.join(self._cache_path, ".animgraph-save.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return save(self, key, data)  # no lock file, no worse than numba alone
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return save(self, key, data)
+        finally:
+            os.close(fd)  # releases the lock
+
+    locked_save._animgraph_locked = True
+    IndexDataCacheFile.save = locked_save
+    return True
+
+
+def saves_are_locked():
+    """Whether numba's cache saves hold ``_lock_numba_cache_writes``'s lock (needed for a compile helper process)."""
+    try:
+        from numba.core.caching import IndexDataCacheFile
+    except ImportError:
+        return False
+    return getattr(IndexDataCacheFile.save, "_animgraph_locked", False)
 
 
 def is_cold():

@@ -227,7 +227,20 @@ def load():
     spec.loader.exec_module(module)
     module.KEY, module.PATH = key, path
     _LOADED[names] = module
+    if not _compiled(key):
+        from . import warm
+
+        warm.start(key, names)  # a helper process compiles half the kernels meanwhile
     return module
+
+
+def _compiled(key):
+    """Whether numba's disk cache holds ``run_serial`` of executor ``key`` (then a first call only loads code)."""
+    root = Path(numba.config.CACHE_DIR or cache.cache_dir() / "numba")
+    try:
+        return any(root.rglob(f"executor_{key}.run_serial-*.nbi"))
+    except OSError:
+        return False
 
 
 def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
@@ -253,3 +266,38 @@ def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
             kernels[kind](table[io_at + row[OP_INS]:io_at + row[OP_OUTS]],
                           table[io_at + row[OP_OUTS]:io_at + row[OP_OUTS_END]],
                           par[row[OP_PAR]:row[OP_PAR_END]], t[row[OP_STATE]:row[OP_STATE_END]], pose, s, db[kind], dt)
+
+
+def kernel_signatures():
+    """``[(name, kernel, argument types)]`` in kind order: each kernel's numba signature as ``run_serial`` calls it.
+
+    Derived from tiny arguments sliced the way the generated walk slices its own (a
+    contiguous 1-D slice of a C array is C in numpy's typeof and in numba's typing alike;
+    ``walk_in_python`` relies on the same), so compiling a kernel with these types fills
+    exactly the cache entry ``run_serial``'s compile looks up (``animgraph.warm``).
+    """
+    import numpy as np
+
+    names = kinds()
+    joints, frames, n_sig = 2, 2, 2
+    table = np.zeros(HEADER_WIDTH + joints, np.int64)
+    table[[N_OPS, OPS_AT, IO_AT, PARENTS_AT, N_SIG, SLOTS, JOINTS, FRAMES]] = (
+        0, HEADER_WIDTH, HEADER_WIDTH, HEADER_WIDTH, n_sig, 1, joints, frames)
+    per_frame = joints * 10 + sum(int(np.prod(t.frame_shape(joints), dtype=np.int64))
+                                  for name in names for t in REGISTRY[name].CLIP_TABLES)
+    clipbuf = np.zeros(frames * per_frame, np.float32)
+    par, chars = np.zeros(1), np.zeros((1, n_sig + 1))
+    vecs, rots = np.zeros((1, 5, 1, joints, 3), np.float32), np.zeros((1, 1, joints, 4), np.float32)
+    # The Python body of the generated ``dbs`` gives views of the same types as its compiled self.
+    every = iter(load().dbs.py_func(table, clipbuf))
+    core = next(every)
+    v = vecs[0]
+    pose = (v[0], rots[0], v[1], v[2], v[3], v[4])
+    s, t = chars[0, 0:n_sig], chars[0, n_sig:]
+    ins = table[HEADER_WIDTH:HEADER_WIDTH]
+    out = []
+    for name in names:
+        db = next(every) if REGISTRY[name].CLIP_TABLES else core
+        args = (ins, ins, par[0:0], t[0:0], pose, s, db, 1.0 / 60.0)
+        out.append((name, REGISTRY[name].KERNEL, tuple(numba.typeof(a) for a in args)))
+    return out

@@ -48,6 +48,9 @@ def _entry(dispatcher):
 
     def first(*args):
         dispatcher(*args)
+        from . import warm
+
+        warm.finish()  # the executor is compiled: a compile helper still running has nothing left to add
         overloads = list(getattr(dispatcher, "overloads", {}).values())
         return getattr(overloads[0], "entry_point", dispatcher) if len(overloads) == 1 else dispatcher
 
