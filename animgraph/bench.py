@@ -14,7 +14,9 @@
    gait-like database (``synthetic_database``) and on the bundled one, one query per
    call, one thread, with boxed's pruning statistics (``search.boxed_counts``);
 6. ``lanes/fk65/1000``: FK alone over 1000 chain65 characters, one thread, in lane tiles
-   (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character.
+   (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character;
+7. ``lanes/chain65/1000``: the chain without IK (sample a, sample b, blend, FK) on lane tiles
+   (``animgraph.lanes_ops``), one thread, µs per character, beside today's executor with and without IK.
 
 Every time is the median of repeated runs.  Nothing here asserts a time.
 """
@@ -543,12 +545,65 @@ def bench_lanes(quick):
                          f"max |difference| {diff:.2g}")]
 
 
+def bench_lanes_chain(quick):
+    """(7) The chain on lane tiles (sample a, sample b, blend, FK; no IK yet) against today's executor, 1000 on one thread.
+
+    Today's side is measured twice: the full chain (``chain65/1000``) and the same graph
+    without its two IK nodes, the like-for-like figure.
+    """
+    import numba
+
+    from . import lanes, lanes_ops, ops
+    from .graph import Graph
+    from .runtime import compile as compile_graph
+
+    skel, clips = chain_assets()
+    batch, joints = 1000, len(skel)
+    a, b = clips["a"], clips["b"]
+    tab_a, unit_a = lanes_ops.lane_key_table(a)
+    tab_b, unit_b = lanes_ops.lane_key_table(b)
+    coef = lanes_ops.slerp_coefficients(CHAIN_ALPHA)
+    parents = skel.parents.astype(np.int64)
+    times = np.zeros(lanes.tile_count(batch) * lanes.LANES)  # every character on the same clock, as the graph's
+    out = np.empty((lanes.tile_count(batch), joints * lanes.JOINT), np.float32)
+
+    def step():
+        times[:] += DT  # forward playback at 60 Hz
+        lanes_ops.chain_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0, coef,
+                              CHAIN_ALPHA, parents, out)
+
+    steps, reps = (2, 3) if quick else (20, 7)
+    full = chain_graph().to_dict()
+    no_ik = {**full, "nodes": [n for n in full["nodes"] if "ik" not in n["id"] and "target" not in n["id"]],
+             "links": [["a.pose", "mix.a"], ["b.pose", "mix.b"], ["mix.pose", "fk.pose"], ["fk.pose", "out.pose"]]}
+    numba.set_num_threads(1)
+    try:
+        seconds = median_seconds(step, steps, reps)
+        today = time_steps(compile_graph(chain_graph(), batch=batch, assets=clips).instance(), steps, reps)
+        today_no_ik = time_steps(compile_graph(Graph.from_dict(no_ik), batch=batch, assets=clips).instance(), steps,
+                                 reps)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    t = times[:batch]
+    want = ops.fk(ops.blend(ops.sample(a, t, "linear", loop=True), ops.sample(b, t, "linear", loop=True),
+                            CHAIN_ALPHA), skel.parents)
+    got = lanes.unpack_tiles(out, batch)
+    diff = max(float(np.abs(getattr(got, f) - getattr(want, f)).max()) for f in ("pos", "rot", "vel", "ang"))
+    us = seconds * 1e6 / batch
+    return [_result("lanes/chain65/1000", seconds, batch, threads=1, joints=joints, lanes=lanes.LANES, ik=False,
+                    us_per_character=us, today_us_per_character=today * 1e6 / batch,
+                    today_no_ik_us_per_character=today_no_ik * 1e6 / batch, max_abs_diff=diff,
+                    note=f"sample a, sample b, blend, FK in tiles of {lanes.LANES} (no IK): {us:.2f} us per "
+                         f"character; today's executor {today_no_ik * 1e6 / batch:.1f} for the same ops, "
+                         f"{today * 1e6 / batch:.1f} with IK (chain65/1000); max |difference| from ops {diff:.2g}")]
+
+
 def run_all(quick=False, progress=None):
     """Every benchmark: {'machine': ..., 'results': [...]}; ``progress(text)`` is told what runs."""
     say = progress or (lambda text: None)
     results = []
     for title, suite in (("ozz chain and Python dispatch", bench_chain), ("chain ops", bench_chain_ops),
-                         ("lane tiles (FK)", bench_lanes),
+                         ("lane tiles (FK)", bench_lanes), ("lane tiles (chain)", bench_lanes_chain),
                          ("shipped graphs", bench_graphs), ("step() overhead", bench_step_overhead),
                          ("motion-matching search", bench_search),
                          ("start-up (cold compile takes minutes)", bench_startup)):

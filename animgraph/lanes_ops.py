@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-from animgraph.lanes import ANG, CONTRACT, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
+from animgraph.lanes import ANG, CONTRACT, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
     store_lane3, store_lane4, vadd, vscale
 from animgraph.nodes.sample import key_table, segment
 
@@ -267,3 +267,25 @@ def blend_tile(a, b, coef, alpha, alpha_vel, out):
                 out[at + SCL * LANES + i] = math.exp(la + alpha * (lb - la))
                 o = at + SVL * LANES + i
                 out[o] = a[o] + alpha * (b[o] - a[o]) + (lb - la) * alpha_vel
+
+
+# ---------------------------------------------------------------- the ozz chain (without IK) on tiles
+
+
+@njit(cache=True)
+def chain_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, loop, times, rate, coef, alpha,
+                parents, out):
+    """Sample a and b at ``times`` (one per character, LANES per tile), blend at ``alpha``, FK: ``out`` (tiles, J * JOINT).
+
+    One tile goes through every op before the next starts, so its intermediates (one tile
+    each, reused) stay in cache.
+    """
+    size = out.shape[1]
+    ta, tb, mixed = np.empty(size, np.float32), np.empty(size, np.float32), np.empty(size, np.float32)
+    rows, sv, parent = np.empty(LANES, np.int64), np.empty(2 * LANES, np.float32), np.empty(JOINT, np.float32)
+    for t in range(out.shape[0]):
+        lane_times = times[t * LANES:(t + 1) * LANES]
+        sample_linear_tile(tab_a, frames_a, dt_a, loop, unit_a, lane_times, rate, ta, rows, sv)
+        sample_linear_tile(tab_b, frames_b, dt_b, loop, unit_b, lane_times, rate, tb, rows, sv)
+        blend_tile(ta, tb, coef, alpha, 0.0, mixed)
+        fk_tile(mixed, parents, out[t], parent)
