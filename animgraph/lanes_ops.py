@@ -181,34 +181,50 @@ def blend_rot(ar, aw, br, bw, coef, alpha_vel):
 # ---------------------------------------------------------------- kernels over a tile
 
 
+@njit(inline="always")
+def gather_keys(table, rows, jk, keys):
+    """Copy each lane's key row of one joint (``table[rows[lane] + jk + c]``) into lane-minor ``keys[c * LANES + lane]``.
+
+    A separate pass: LLVM cannot bound the addresses of per-lane gathers, so it cannot rule
+    out that they overlap the output and leaves a loop that does both scalar.
+    """
+    for c in range(KEY):
+        for lane in range(LANES):
+            keys[c * LANES + lane] = table[rows[lane] + jk + c]
+
+
 @njit(cache=True, fastmath=CONTRACT)
-def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows=None, sv=None):
+def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows=None, sv=None, keys=None):
     """Linear sample (as ``ops.sample(clip, t, 'linear', loop, rate)``) of lane ``l`` at ``times[l]`` into ``out``.
 
     ``table``: ``lane_key_table(clip)[0]``; ``unit``: its second value (scales skipped).
-    ``rows`` (int64, LANES) and ``sv`` (float32, 2 * LANES) are scratch for each lane's key
-    row, fraction and velocity scale; without them they are allocated per call.
+    Scratch, allocated per call when not given: ``rows`` (int64, LANES) each lane's key row,
+    ``sv`` (float32, 2 * LANES) its fraction and velocity scale, ``keys`` (float32,
+    KEY * LANES) one joint's gathered key rows.
     """
     joints = out.shape[0] // JOINT
     if rows is None:
         rows = np.empty(LANES, np.int64)
     if sv is None:
         sv = np.empty(2 * LANES, np.float32)
-    # Per lane, scalar: the segment (the same function as the scalar sample), gathered rows below.
+    if keys is None:
+        keys = np.empty(KEY * LANES, np.float32)
+    # Per lane, scalar: the segment (the same function as the scalar sample).
     for lane in range(LANES):
         k, s, moving = segment(float(times[lane]), frames, key_dt, loop, rate)
         rows[lane] = k * joints * KEY
         sv[lane] = s
         sv[LANES + lane] = rate / key_dt if moving else 0.0
     for j in range(joints):
-        jk, at = j * KEY, j * JOINT
+        at = j * JOINT
+        gather_keys(table, rows, j * KEY, keys)
         for lane in range(LANES):
-            r = rows[lane] + jk
             s, v = sv[lane], sv[LANES + lane]
-            p0 = (table[r + KP], table[r + KP + 1], table[r + KP + 2])
-            dp = (table[r + KDP], table[r + KDP + 1], table[r + KDP + 2])
-            q0 = (table[r + KQ], table[r + KQ + 1], table[r + KQ + 2], table[r + KQ + 3])
-            r1 = (table[r + KR1], table[r + KR1 + 1], table[r + KR1 + 2])
+            p0 = (keys[KP * LANES + lane], keys[(KP + 1) * LANES + lane], keys[(KP + 2) * LANES + lane])
+            dp = (keys[KDP * LANES + lane], keys[(KDP + 1) * LANES + lane], keys[(KDP + 2) * LANES + lane])
+            q0 = (keys[KQ * LANES + lane], keys[(KQ + 1) * LANES + lane], keys[(KQ + 2) * LANES + lane],
+                  keys[(KQ + 3) * LANES + lane])
+            r1 = (keys[KR1 * LANES + lane], keys[(KR1 + 1) * LANES + lane], keys[(KR1 + 2) * LANES + lane])
             store_lane3(out, at + POS * LANES + lane, vadd(p0, vscale(dp, s)))
             store_lane3(out, at + VEL * LANES + lane, vscale(dp, v))
             # Linear: r = s r1 moves along itself, so ang = r1 ds/dt (the left Jacobian is the identity).
@@ -219,13 +235,11 @@ def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows
                 out[at + SCL * LANES + i] = ONE
                 out[at + SVL * LANES + i] = ZERO
         else:  # scales are rare: math.exp keeps this loop scalar
-            for lane in range(LANES):
-                r = rows[lane] + jk
-                s, v = sv[lane], sv[LANES + lane]
-                for c in range(3):
-                    ls, dls = table[r + KLS + c], table[r + KDLS + c]
-                    out[at + (SCL + c) * LANES + lane] = math.exp(ls + s * dls)
-                    out[at + (SVL + c) * LANES + lane] = dls * v
+            for c in range(3):
+                for lane in range(LANES):
+                    ls, dls = keys[(KLS + c) * LANES + lane], keys[(KDLS + c) * LANES + lane]
+                    out[at + (SCL + c) * LANES + lane] = math.exp(ls + sv[lane] * dls)
+                    out[at + (SVL + c) * LANES + lane] = dls * sv[LANES + lane]
 
 
 @njit(inline="always")
@@ -283,9 +297,40 @@ def chain_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, lo
     size = out.shape[1]
     ta, tb, mixed = np.empty(size, np.float32), np.empty(size, np.float32), np.empty(size, np.float32)
     rows, sv, parent = np.empty(LANES, np.int64), np.empty(2 * LANES, np.float32), np.empty(JOINT, np.float32)
+    keys = np.empty(KEY * LANES, np.float32)
     for t in range(out.shape[0]):
         lane_times = times[t * LANES:(t + 1) * LANES]
-        sample_linear_tile(tab_a, frames_a, dt_a, loop, unit_a, lane_times, rate, ta, rows, sv)
-        sample_linear_tile(tab_b, frames_b, dt_b, loop, unit_b, lane_times, rate, tb, rows, sv)
+        sample_linear_tile(tab_a, frames_a, dt_a, loop, unit_a, lane_times, rate, ta, rows, sv, keys)
+        sample_linear_tile(tab_b, frames_b, dt_b, loop, unit_b, lane_times, rate, tb, rows, sv, keys)
         blend_tile(ta, tb, coef, alpha, 0.0, mixed)
         fk_tile(mixed, parents, out[t], parent)
+
+
+# ---------------------------------------------------------------- batch wrappers (pack, run every tile, unpack)
+
+
+def sample_linear(clip, times, loop=False, rate=1.0):
+    """``ops.sample(clip, times, 'linear', loop, rate)`` through ``sample_linear_tile``: Pose (B, J, ...) float32."""
+    from animgraph.lanes import tile_count, unpack_tiles
+
+    times = np.asarray(times, np.float64).reshape(-1)
+    batch = times.shape[0]
+    padded = np.concatenate([times, np.repeat(times[-1:], tile_count(batch) * LANES - batch)])  # a valid time
+    table, unit = lane_key_table(clip)
+    out = np.empty((tile_count(batch), len(clip.skeleton) * JOINT), np.float32)
+    for t in range(out.shape[0]):
+        sample_linear_tile(table, clip.frames, clip.dt, bool(loop), unit, padded[t * LANES:(t + 1) * LANES],
+                           float(rate), out[t])
+    return unpack_tiles(out, batch)
+
+
+def blend(a, b, alpha, alpha_vel=0.0):
+    """``ops.blend(a, b, alpha, alpha_vel)`` of Poses (B, J, ...) through ``blend_tile``, one weight for all."""
+    from animgraph.lanes import pack_tiles, unpack_tiles
+
+    ta, tb = pack_tiles(a), pack_tiles(b)
+    out = np.empty_like(ta)
+    coef = slerp_coefficients(alpha)
+    for t in range(out.shape[0]):
+        blend_tile(ta[t], tb[t], coef, alpha, alpha_vel, out[t])
+    return unpack_tiles(out, a.batch[0])
