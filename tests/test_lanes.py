@@ -184,3 +184,19 @@ def test_lane_ops_compile_to_packed_float32_simd():
     ta, tb = lanes.pack_tiles(a)[0], lanes.pack_tiles(b)[0]
     assert_packed(packed_ops(lanes_ops.blend_tile, ta, tb, lanes_ops.slerp_coefficients(0.7), 0.7, 0.0,
                              np.empty_like(ta)))
+
+
+@pytest.mark.parametrize("batch", (1, 16, 17, 100))
+def test_two_bone_ik_tile_equals_ops_two_bone_ik(batch):
+    from animgraph import lanes_ik
+    from animgraph.bench import LEGS
+
+    skel, clips = chain_assets()
+    rng = np.random.default_rng(batch)
+    local = ag.ops.sample(clips["a"], rng.uniform(0.0, 3.0, batch), "linear", loop=True)
+    # The chain's fixed target on the left leg; moving targets, some out of reach (the soft clamp), on the right.
+    targets = (((0.09, 0.15, 0.1), (0.0, 0.0, 0.0)), (rng.normal(size=(batch, 3)) * 0.6, rng.normal(size=(batch, 3))))
+    for leg, (tpos, tvel) in zip(LEGS, targets):
+        joints = tuple(skel.index(j) for j in leg)
+        want = ag.ops.two_bone_ik(local, skel, joints, tpos, tvel)
+        assert_pose_close(lanes_ik.two_bone_ik(local, skel.parents, joints, tpos, tvel), want, rtol=5e-5)
