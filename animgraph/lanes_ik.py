@@ -20,7 +20,8 @@ from numba import njit
 
 from animgraph.lanes import ANG, CONTRACT, JOINT, LANES, ROT, copy_joint, kmul_joint, load_lane, qmul, qrot, \
     store_lane3, store_lane4, vadd, vcross, vscale
-from animgraph.lanes_ops import ONE, TWO, ZERO, HALF, qconj, qdot, qscale, vsub
+from animgraph.lanes import fk_tile
+from animgraph.lanes_ops import HALF, KEY, ONE, TWO, ZERO, blend_tile, qconj, qdot, qscale, sample_linear_tile, vsub
 
 F32 = np.float32
 EPS = F32(1e-8)  # maths.EPS
@@ -315,3 +316,45 @@ def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), 
     for t in range(tiles.shape[0]):
         two_bone_ik_tile(tiles[t], path, ia, ib, ic, hinge, tp[t], tv[t], out[t], glob, parent, solved)
     return unpack_tiles(out, batch)
+
+
+# ---------------------------------------------------------------- the full ozz chain on tiles
+
+
+@njit(cache=True)
+def chain_ik_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, loop, times, rate, coef, alpha,
+                   parents, left, right, hinge, targets, out):
+    """``lanes_ops.chain_tiles`` with two-bone IK on both legs between the blend and FK.
+
+    ``left``/``right``: ``ik_leg`` arrays (path, then root, mid, end positions); ``targets``
+    float32 (4, 3 * LANES): left pos, left vel, right pos, right vel, lane-minor (the same for every tile).
+    """
+    size = out.shape[1]
+    ta, tb = np.empty(size, np.float32), np.empty(size, np.float32)
+    mixed, legged = np.empty(size, np.float32), np.empty(size, np.float32)
+    rows, sv, parent = np.empty(LANES, np.int64), np.empty(2 * LANES, np.float32), np.empty(JOINT, np.float32)
+    keys = np.empty(KEY * LANES, np.float32)
+    solved = np.empty(SOLVED * LANES, np.float32)
+    glob = np.zeros((max(left.shape[0], right.shape[0]) - 3 + 1) * JOINT, np.float32)
+    for i in range(LANES):  # joint 0 of glob: the identity kineform (rot w and scale 1)
+        glob[ROT * LANES + i] = ONE
+        for c in range(3):
+            glob[(7 + c) * LANES + i] = ONE
+    for t in range(out.shape[0]):
+        lane_times = times[t * LANES:(t + 1) * LANES]
+        sample_linear_tile(tab_a, frames_a, dt_a, loop, unit_a, lane_times, rate, ta, rows, sv, keys)
+        sample_linear_tile(tab_b, frames_b, dt_b, loop, unit_b, lane_times, rate, tb, rows, sv, keys)
+        blend_tile(ta, tb, coef, alpha, 0.0, mixed)
+        n = left.shape[0] - 3
+        two_bone_ik_tile(mixed, left[:n], left[n], left[n + 1], left[n + 2], hinge, targets[0], targets[1], legged,
+                         glob, parent, solved)
+        n = right.shape[0] - 3
+        two_bone_ik_tile(legged, right[:n], right[n], right[n + 1], right[n + 2], hinge, targets[2], targets[3], mixed,
+                         glob, parent, solved)
+        fk_tile(mixed, parents, out[t], parent)
+
+
+def ik_leg(parents, joints):
+    """One int64 array: ``ik_path``'s path followed by the positions of root, mid and end in it (for ``chain_ik_tiles``)."""
+    path, ia, ib, ic = ik_path(parents, *joints)
+    return np.concatenate([path, [ia, ib, ic]]).astype(np.int64)
