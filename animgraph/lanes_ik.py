@@ -236,22 +236,26 @@ def two_bone_ik_tile(local, path, ia, ib, ic, hinge, tpos, tvel, out, glob, pare
     path_globals(local, path, 0, ic + 1, glob, parent)
     ja, jb = path[ia], path[ib]
     at_a, at_b = ja * JOINT, jb * JOINT
+    # The solve writes only ``solved``: one output buffer keeps LLVM's overlap checks few enough to pack the loop.
     for lane in range(LANES):
-        pa = load_lane(glob, ia, lane)
         a = load_lane(glob, ia + 1, lane)
         b = load_lane(glob, ib + 1, lane)
         c = load_lane(glob, ic + 1, lane)
         tp = (tpos[lane], tpos[LANES + lane], tpos[2 * LANES + lane])
         tv = (tvel[lane], tvel[LANES + lane], tvel[2 * LANES + lane])
         q_hip, w_hip, q_knee, w_knee = two_bone_solve(a, b, c, tp, tv, hinge)
-        rot, ang = local_under(pa, qmul(q_hip, a[1]), vadd(w_hip, qrot(q_hip, a[4])))
-        store_lane4(out, at_a + ROT * LANES + lane, rot)
-        store_lane3(out, at_a + ANG * LANES + lane, ang)
         store_lane4(solved, lane, q_hip)
         store_lane3(solved, 4 * LANES + lane, w_hip)
         store_lane4(solved, 7 * LANES + lane, q_knee)
         store_lane3(solved, 11 * LANES + lane, w_knee)
-        # keep b's rotation and angular velocity for the knee pass: they are in glob, unchanged
+    for lane in range(LANES):
+        pa = load_lane(glob, ia, lane)
+        a = load_lane(glob, ia + 1, lane)
+        q_hip = (solved[lane], solved[LANES + lane], solved[2 * LANES + lane], solved[3 * LANES + lane])
+        w_hip = (solved[4 * LANES + lane], solved[5 * LANES + lane], solved[6 * LANES + lane])
+        rot, ang = local_under(pa, qmul(q_hip, a[1]), vadd(w_hip, qrot(q_hip, a[4])))
+        store_lane4(out, at_a + ROT * LANES + lane, rot)
+        store_lane3(out, at_a + ANG * LANES + lane, ang)
     # The mid joint's parent after the hip turn, from the stored (float32) hip, as ik does.
     path_globals(out, path, ia, ib, glob, parent)
     for lane in range(LANES):
