@@ -10,8 +10,8 @@ import pytest
 from llvmlite import binding
 
 import animgraph as ag
-from animgraph import lanes, lanes_ops
-from animgraph.bench import chain_assets
+from animgraph import lanes, lanes_ik, lanes_ops
+from animgraph.bench import LEGS, chain_assets
 from animgraph.pose import FIELDS
 from test_kform import random_kforms
 
@@ -188,9 +188,6 @@ def test_lane_ops_compile_to_packed_float32_simd():
 
 @pytest.mark.parametrize("batch", (1, 16, 17, 100))
 def test_two_bone_ik_tile_equals_ops_two_bone_ik(batch):
-    from animgraph import lanes_ik
-    from animgraph.bench import LEGS
-
     skel, clips = chain_assets()
     rng = np.random.default_rng(batch)
     local = ag.ops.sample(clips["a"], rng.uniform(0.0, 3.0, batch), "linear", loop=True)
@@ -200,3 +197,34 @@ def test_two_bone_ik_tile_equals_ops_two_bone_ik(batch):
         joints = tuple(skel.index(j) for j in leg)
         want = ag.ops.two_bone_ik(local, skel, joints, tpos, tvel)
         assert_pose_close(lanes_ik.two_bone_ik(local, skel.parents, joints, tpos, tvel), want, rtol=5e-5)
+
+
+def test_chain_ik_tiles_equals_ops():
+    skel, clips = chain_assets()
+    batch = 17
+    times = np.random.default_rng(5).uniform(0.0, 4.0, lanes.tile_count(batch) * lanes.LANES)
+    a, b = clips["a"], clips["b"]
+    tab_a, unit_a = lanes_ops.lane_key_table(a)
+    tab_b, unit_b = lanes_ops.lane_key_table(b)
+    legs = [lanes_ik.ik_leg(skel.parents, tuple(skel.index(j) for j in leg)) for leg in LEGS]
+    target_pos = [(0.09, 0.15, 0.1), (-0.09, 0.15, 0.1)]
+    targets = np.concatenate([lanes_ik.lane_targets(v, lanes.LANES) for p in target_pos for v in (p, (0.0, 0.0, 0.0))])
+    out = np.empty((lanes.tile_count(batch), len(skel) * lanes.JOINT), np.float32)
+    lanes_ik.chain_ik_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
+                            lanes_ops.slerp_coefficients(0.7), 0.7, skel.parents.astype(np.int64), legs[0], legs[1],
+                            np.array([1.0, 0.0, 0.0], np.float32), targets, out)
+    t = times[:batch]
+    pose = ag.ops.blend(ag.ops.sample(a, t, "linear", loop=True), ag.ops.sample(b, t, "linear", loop=True), 0.7)
+    for leg, target in zip(LEGS, target_pos):
+        pose = ag.ops.two_bone_ik(pose, skel, leg, target)
+    assert_pose_close(lanes.unpack_tiles(out, batch), ag.ops.fk(pose, skel.parents), rtol=5e-5)
+
+
+def test_two_bone_ik_tile_compiles_to_packed_float32_simd():
+    skel, clips = chain_assets()
+    tile = lanes.pack_tiles(ag.ops.sample(clips["a"], np.linspace(0.0, 1.0, 16), "linear"))[0]
+    path, ia, ib, ic = lanes_ik.ik_path(skel.parents, *(skel.index(j) for j in LEGS[0]))
+    glob, parent, solved = lanes_ik.ik_scratch(path)
+    assert_packed(packed_ops(lanes_ik.two_bone_ik_tile, tile, path, ia, ib, ic, np.array([1.0, 0.0, 0.0], np.float32),
+                             lanes_ik.lane_targets((0.0, 0.1, 0.1), 16)[0], lanes_ik.lane_targets((0.0, 0.0, 0.0), 16)[0],
+                             np.empty_like(tile), glob, parent, solved))
