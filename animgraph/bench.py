@@ -546,7 +546,7 @@ def bench_lanes(quick):
 
 
 def bench_lanes_chain(quick):
-    """(7) The chain on lane tiles (sample a, sample b, blend, IK both legs, FK) against today's executor, 1000 on one thread.
+    """(7) The chain on lane tiles (sample a, b, blend, IK both legs, FK) against today's executor, 1000, one thread.
 
     Both sides are also measured without the two IK nodes.
     """

@@ -4,7 +4,7 @@ The solve is ``ik.two_bone_solve`` written once per character with selects inste
 branches (every case is computed, the valid one kept), so the lane loop can be packed:
 
 - the soft reach clamp's ``exp(-v)`` (``v >= 0``) is ``p(v/16)^16`` with ``p`` the Taylor
-  series of ``exp(-x)`` to degree 11 (relative error < 1e-6 for ``v <= 20``; beyond, the
+  series of ``exp(-x)`` to degree 11 (relative error < 2e-6 for ``v <= 20``; beyond, the
   term it scales is below float32 resolution of the reach), since libm's exp would keep
   the loop scalar;
 - ``qbetween``'s opposite-vector case (a half turn about an axis normal to ``a``) and the
@@ -306,7 +306,7 @@ def lane_targets(values, batch):
 
 
 def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), hinge=(1.0, 0.0, 0.0)):
-    """``ops.two_bone_ik(local, parents, joints, target_pos, target_vel, hinge=hinge)`` through tiles (joint indices)."""
+    """``ops.two_bone_ik(local, parents, joints, target_pos, target_vel, hinge=hinge)`` through tiles (indices)."""
     from animgraph.lanes import pack_tiles, unpack_tiles
 
     batch = local.batch[0]
@@ -359,6 +359,6 @@ def chain_ik_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b,
 
 
 def ik_leg(parents, joints):
-    """One int64 array: ``ik_path``'s path followed by the positions of root, mid and end in it (for ``chain_ik_tiles``)."""
+    """One int64 array: ``ik_path``'s path, then the positions of root, mid and end in it (``chain_ik_tiles``)."""
     path, ia, ib, ic = ik_path(parents, *joints)
     return np.concatenate([path, [ia, ib, ic]]).astype(np.int64)

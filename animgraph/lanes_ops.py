@@ -183,7 +183,7 @@ def blend_rot(ar, aw, br, bw, coef, alpha_vel):
 
 @njit(inline="always")
 def gather_keys(table, rows, jk, keys):
-    """Copy each lane's key row of one joint (``table[rows[lane] + jk + c]``) into lane-minor ``keys[c * LANES + lane]``.
+    """Copy each lane's key row of one joint (``table[rows[lane] + jk + c]``) to lane-minor ``keys[c*LANES + lane]``.
 
     A separate pass: LLVM cannot bound the addresses of per-lane gathers, so it cannot rule
     out that they overlap the output and leaves a loop that does both scalar.
@@ -289,7 +289,7 @@ def blend_tile(a, b, coef, alpha, alpha_vel, out):
 @njit(cache=True)
 def chain_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, loop, times, rate, coef, alpha,
                 parents, out):
-    """Sample a and b at ``times`` (one per character, LANES per tile), blend at ``alpha``, FK: ``out`` (tiles, J * JOINT).
+    """Sample a and b at ``times`` (one per character), blend at ``alpha``, FK: ``out`` (tiles, J * JOINT).
 
     One tile goes through every op before the next starts, so its intermediates (one tile
     each, reused) stay in cache.

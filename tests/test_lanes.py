@@ -225,6 +225,6 @@ def test_two_bone_ik_tile_compiles_to_packed_float32_simd():
     tile = lanes.pack_tiles(ag.ops.sample(clips["a"], np.linspace(0.0, 1.0, 16), "linear"))[0]
     path, ia, ib, ic = lanes_ik.ik_path(skel.parents, *(skel.index(j) for j in LEGS[0]))
     glob, parent, solved = lanes_ik.ik_scratch(path)
+    tpos, tvel = lanes_ik.lane_targets((0.0, 0.1, 0.1), 16)[0], lanes_ik.lane_targets((0.0, 0.0, 0.0), 16)[0]
     assert_packed(packed_ops(lanes_ik.two_bone_ik_tile, tile, path, ia, ib, ic, np.array([1.0, 0.0, 0.0], np.float32),
-                             lanes_ik.lane_targets((0.0, 0.1, 0.1), 16)[0], lanes_ik.lane_targets((0.0, 0.0, 0.0), 16)[0],
-                             np.empty_like(tile), glob, parent, solved))
+                             tpos, tvel, np.empty_like(tile), glob, parent, solved))
