@@ -14,7 +14,9 @@
    gait-like database (``synthetic_database``) and on the bundled one, one query per
    call, one thread, with boxed's pruning statistics (``search.boxed_counts``);
 6. ``lanes/fk65/1000``: FK alone over 1000 chain65 characters, one thread, in lane tiles
-   (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character.
+   (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character;
+7. ``lanes/chain65/1000``: the whole chain on lane tiles (``animgraph.lanes_ops``, ``animgraph.lanes_ik``),
+   one thread, µs per character, beside today's executor; both also without the IK.
 
 Every time is the median of repeated runs.  Nothing here asserts a time.
 """
@@ -543,12 +545,75 @@ def bench_lanes(quick):
                          f"max |difference| {diff:.2g}")]
 
 
+def bench_lanes_chain(quick):
+    """(7) The chain on lane tiles (sample a, b, blend, IK both legs, FK) against today's executor, 1000, one thread.
+
+    Both sides are also measured without the two IK nodes.
+    """
+    import numba
+
+    from . import lanes, lanes_ik, lanes_ops, ops
+    from .graph import Graph
+    from .runtime import compile as compile_graph
+
+    skel, clips = chain_assets()
+    batch, joints = 1000, len(skel)
+    a, b = clips["a"], clips["b"]
+    tab_a, unit_a = lanes_ops.lane_key_table(a)
+    tab_b, unit_b = lanes_ops.lane_key_table(b)
+    coef = lanes_ops.slerp_coefficients(CHAIN_ALPHA)
+    parents = skel.parents.astype(np.int64)
+    legs = [lanes_ik.ik_leg(skel.parents, tuple(skel.index(j) for j in leg)) for leg in LEGS]
+    target_pos = [(0.09 * sx, 0.15, 0.1) for sx in (1.0, -1.0)]  # chain_graph's constant targets
+    targets = np.concatenate([lanes_ik.lane_targets(v, lanes.LANES) for p in target_pos for v in (p, (0.0, 0.0, 0.0))])
+    hinge = np.array([1.0, 0.0, 0.0], np.float32)  # the two_bone_ik node's default
+    times = np.zeros(lanes.tile_count(batch) * lanes.LANES)  # every character on the same clock, as the graph's
+    out = np.empty((lanes.tile_count(batch), joints * lanes.JOINT), np.float32)
+
+    def step(ik):
+        times[:] += DT  # forward playback at 60 Hz
+        if ik:
+            lanes_ik.chain_ik_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
+                                    coef, CHAIN_ALPHA, parents, legs[0], legs[1], hinge, targets, out)
+        else:
+            lanes_ops.chain_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
+                                  coef, CHAIN_ALPHA, parents, out)
+
+    steps, reps = (2, 3) if quick else (20, 7)
+    full = chain_graph().to_dict()
+    no_ik = {**full, "nodes": [n for n in full["nodes"] if "ik" not in n["id"] and "target" not in n["id"]],
+             "links": [["a.pose", "mix.a"], ["b.pose", "mix.b"], ["mix.pose", "fk.pose"], ["fk.pose", "out.pose"]]}
+    numba.set_num_threads(1)
+    try:
+        seconds_no_ik = median_seconds(lambda: step(False), steps, reps)
+        seconds = median_seconds(lambda: step(True), steps, reps)
+        today = time_steps(compile_graph(chain_graph(), batch=batch, assets=clips).instance(), steps, reps)
+        today_no_ik = time_steps(compile_graph(Graph.from_dict(no_ik), batch=batch, assets=clips).instance(), steps,
+                                 reps)
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    t = times[:batch]
+    pose = ops.blend(ops.sample(a, t, "linear", loop=True), ops.sample(b, t, "linear", loop=True), CHAIN_ALPHA)
+    for leg, target in zip(LEGS, target_pos):
+        pose = ops.two_bone_ik(pose, skel, leg, target)
+    want = ops.fk(pose, skel.parents)
+    got = lanes.unpack_tiles(out, batch)
+    diff = max(float(np.abs(getattr(got, f) - getattr(want, f)).max()) for f in ("pos", "rot", "vel", "ang"))
+    us, us_no_ik = seconds * 1e6 / batch, seconds_no_ik * 1e6 / batch
+    today_us, today_no_ik_us = today * 1e6 / batch, today_no_ik * 1e6 / batch
+    return [_result("lanes/chain65/1000", seconds, batch, threads=1, joints=joints, lanes=lanes.LANES, ik=True,
+                    us_per_character=us, no_ik_us_per_character=us_no_ik, today_us_per_character=today_us,
+                    today_no_ik_us_per_character=today_no_ik_us, max_abs_diff=diff,
+                    note=f"sample a, sample b, blend, IK both legs, FK in tiles of {lanes.LANES}: {us:.2f} us per "
+                         f"character (today's chain65/1000 {today_us:.1f}); without IK {us_no_ik:.2f} "
+                         f"(today {today_no_ik_us:.1f}); max |difference| from ag.ops {diff:.2g}")]
+
 def run_all(quick=False, progress=None):
     """Every benchmark: {'machine': ..., 'results': [...]}; ``progress(text)`` is told what runs."""
     say = progress or (lambda text: None)
     results = []
     for title, suite in (("ozz chain and Python dispatch", bench_chain), ("chain ops", bench_chain_ops),
-                         ("lane tiles (FK)", bench_lanes),
+                         ("lane tiles (FK)", bench_lanes), ("lane tiles (chain)", bench_lanes_chain),
                          ("shipped graphs", bench_graphs), ("step() overhead", bench_step_overhead),
                          ("motion-matching search", bench_search),
                          ("start-up (cold compile takes minutes)", bench_startup)):

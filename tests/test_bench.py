@@ -17,7 +17,7 @@ def test_bench_json_structure(capsys):
         assert key in machine
     results = {r["name"]: r for r in data["results"]}
     expected = {"chain65/1", "chain65/1000", "chain65/1000/all-threads", "dispatch/chain65/python",
-                "step/overhead", "step/overhead+input", "startup/warm", "lanes/fk65/1000",
+                "step/overhead", "step/overhead+input", "startup/warm", "lanes/fk65/1000", "lanes/chain65/1000",
                 "mm/brute/53500", "mm/boxed/53500", "mm/scan/53500",
                 "mm/brute/bundled", "mm/boxed/bundled", "mm/scan/bundled"}
     expected |= {f"graph/{name}/{batch}" for name in graphs.names() for batch in (1, 64)}
@@ -35,6 +35,10 @@ def test_bench_json_structure(capsys):
     lane = results["lanes/fk65/1000"]
     assert lane["threads"] == 1 and lane["joints"] == 65 and lane["lanes"] == 16
     assert lane["ns_per_joint"] > 0 and lane["today_ns_per_joint"] > 0 and lane["max_abs_diff"] < 1e-3
+    chain = results["lanes/chain65/1000"]
+    assert chain["threads"] == 1 and chain["joints"] == 65 and chain["lanes"] == 16 and chain["ik"] is True
+    assert chain["us_per_character"] > 0 and chain["no_ik_us_per_character"] > 0 and chain["max_abs_diff"] < 1e-3
+    assert chain["today_us_per_character"] > 0 and chain["today_no_ik_us_per_character"] > 0
     for kind in ("brute", "boxed", "scan"):
         r = results[f"mm/{kind}/53500"]
         assert r["us_per_query"] > 0 and r["agrees_with_brute"] and r["frames"] == 53500 and r["dims"] == 27

@@ -1,4 +1,5 @@
-"""The lane tile: pack/unpack round trip, fk_tile equals ops.fk, and fk_tile compiles to packed float32 SIMD."""
+"""The lane tile: pack/unpack round trip, fk_tile equals ops.fk, the lane ops (lanes_ops) equal ag.ops, and the
+lane kernels compile to packed float32 SIMD."""
 
 import platform
 import re
@@ -9,7 +10,8 @@ import pytest
 from llvmlite import binding
 
 import animgraph as ag
-from animgraph import lanes
+from animgraph import lanes, lanes_ik, lanes_ops
+from animgraph.bench import LEGS, chain_assets
 from animgraph.pose import FIELDS
 from test_kform import random_kforms
 
@@ -87,18 +89,142 @@ def test_fk_tile_with_and_without_scratch_agree():
 PACKED = re.compile(r"\b(v(?:mul|add|fn?madd\d{3}|fn?msub\d{3})ps)\s+%?([yz]mm)")
 
 
-def test_fk_tile_compiles_to_packed_float32_simd():
+def packed_ops(kernel, *args):
+    """The packed float32 mul/add/FMA instructions in ``kernel``'s assembly, compiled afresh for ``args``."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the packed-SIMD check reads x86 assembly; this machine is {platform.machine()}")
     if not binding.get_host_cpu_features().get("avx2", False):
         pytest.skip("this x86 CPU has no AVX2, so no 256-bit packed float32 to look for")
     # inspect_asm is empty for code loaded from numba's cache: compile the same function and
     # options afresh, uncached.
-    options = {k: v for k, v in lanes.fk_tile.targetoptions.items() if k != "nopython"}
-    fresh = numba.njit(**options)(lanes.fk_tile.py_func)
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    fresh = numba.njit(**options)(kernel.py_func)
+    fresh(*args)
+    asm = "\n".join(fresh.inspect_asm().values())
+    return {m.group(1) for m in PACKED.finditer(asm)}
+
+
+def assert_packed(found):
+    assert {"vmulps"} <= found and found & {"vaddps", "vfmadd231ps", "vfmadd213ps", "vfmsub231ps"}, found
+
+
+def test_fk_tile_compiles_to_packed_float32_simd():
     skel, local = walk_batch(16)
     tile = lanes.pack_tiles(local)[0]
-    fresh(tile, skel.parents.astype(np.int64), np.empty_like(tile), np.empty(lanes.JOINT, np.float32))
-    asm = "\n".join(fresh.inspect_asm().values())
-    found = {m.group(1) for m in PACKED.finditer(asm)}
-    assert {"vmulps"} <= found and found & {"vaddps", "vfmadd231ps", "vfmadd213ps", "vfmsub231ps"}, found
+    assert_packed(packed_ops(lanes.fk_tile, tile, skel.parents.astype(np.int64), np.empty_like(tile),
+                             np.empty(lanes.JOINT, np.float32)))
+
+
+# ---------------------------------------------------------------- lane ops against ag.ops
+
+
+def with_scales(clip, seed):
+    """``clip`` with random non-uniform scales, so the log-scale channels are exercised."""
+    scl = np.exp(np.random.default_rng(seed).uniform(-0.3, 0.3, clip.pos.shape))
+    return ag.Clip(clip.skeleton, clip.pos, clip.rot, scl, dt=clip.dt)
+
+
+@pytest.mark.parametrize("batch", (1, 16, 17, 100))
+@pytest.mark.parametrize("loop, rate", ((True, 1.0), (False, -1.5)))
+def test_sample_linear_tile_equals_ops_sample(batch, loop, rate):
+    _, walk = ag.data.load("walk")
+    _, chain = chain_assets()
+    for clip in (walk, chain["a"], with_scales(walk, batch)):
+        # Past both ends too: a clamped clip holds its end keys still, a looping one wraps.
+        times = np.random.default_rng(batch).uniform(-0.2, clip.duration + 0.2, batch)
+        times[0] = clip.dt * 3  # on a key: the segment in the direction of play
+        want = ag.ops.sample(clip, times, "linear", loop=loop, rate=rate)
+        assert_pose_close(lanes_ops.sample_linear(clip, times, loop, rate), want)
+
+
+@pytest.mark.parametrize("batch", (1, 16, 17, 100))
+def test_blend_tile_equals_ops_blend(batch):
+    skel, a = walk_batch(batch, seed=batch)
+    _, b = walk_batch(batch, seed=batch + 1000)
+    for alpha, alpha_vel in ((0.7, 0.0), (0.3, 1.5), (0.0, 0.0), (1.0, -2.0)):
+        assert_pose_close(lanes_ops.blend(a, b, alpha, alpha_vel), ag.ops.blend(a, b, alpha, alpha_vel),
+                          rtol=5e-5)
+
+
+@pytest.mark.parametrize("batch", (1, 16, 17, 100))
+def test_blend_tile_far_rotations_and_scales(batch):
+    # Random kineforms: rotations up to 180 degrees apart (the weight series at its worst), non-unit scales.
+    rng = np.random.default_rng(batch)
+    a, b = (random_kforms(rng, batch * 3, scale_spread=0.2) for _ in range(2))
+    a, b = (ag.Pose(*(x.reshape(batch, 3, -1) for x in p.as_tuple())) for p in (a, b))
+    assert_pose_close(lanes_ops.blend(a, b, 0.3, 0.8), ag.ops.blend(a, b, 0.3, 0.8), rtol=2e-4)
+
+
+def test_chain_tiles_equals_ops():
+    skel, clips = chain_assets()
+    batch = 17
+    times = np.random.default_rng(4).uniform(0.0, 4.0, lanes.tile_count(batch) * lanes.LANES)
+    tab_a, unit_a = lanes_ops.lane_key_table(clips["a"])
+    tab_b, unit_b = lanes_ops.lane_key_table(clips["b"])
+    out = np.empty((lanes.tile_count(batch), len(skel) * lanes.JOINT), np.float32)
+    a, b = clips["a"], clips["b"]
+    lanes_ops.chain_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
+                          lanes_ops.slerp_coefficients(0.7), 0.7, skel.parents.astype(np.int64), out)
+    t = times[:batch]
+    want = ag.ops.fk(ag.ops.blend(ag.ops.sample(a, t, "linear", loop=True), ag.ops.sample(b, t, "linear", loop=True),
+                                  0.7), skel.parents)
+    assert_pose_close(lanes.unpack_tiles(out, batch), want, rtol=5e-5)
+
+
+def test_lane_ops_compile_to_packed_float32_simd():
+    _, walk = ag.data.load("walk")
+    table, unit = lanes_ops.lane_key_table(walk)
+    tile = np.empty(len(walk.skeleton) * lanes.JOINT, np.float32)
+    assert_packed(packed_ops(lanes_ops.sample_linear_tile, table, walk.frames, walk.dt, True, unit,
+                             np.linspace(0.0, 1.0, lanes.LANES), 1.0, tile, np.empty(lanes.LANES, np.int64),
+                             np.empty(2 * lanes.LANES, np.float32),
+                             np.empty(lanes_ops.KEY * lanes.LANES, np.float32)))
+    _, a = walk_batch(16)
+    _, b = walk_batch(16, seed=1)
+    ta, tb = lanes.pack_tiles(a)[0], lanes.pack_tiles(b)[0]
+    assert_packed(packed_ops(lanes_ops.blend_tile, ta, tb, lanes_ops.slerp_coefficients(0.7), 0.7, 0.0,
+                             np.empty_like(ta)))
+
+
+@pytest.mark.parametrize("batch", (1, 16, 17, 100))
+def test_two_bone_ik_tile_equals_ops_two_bone_ik(batch):
+    skel, clips = chain_assets()
+    rng = np.random.default_rng(batch)
+    local = ag.ops.sample(clips["a"], rng.uniform(0.0, 3.0, batch), "linear", loop=True)
+    # The chain's fixed target on the left leg; moving targets, some out of reach (the soft clamp), on the right.
+    targets = (((0.09, 0.15, 0.1), (0.0, 0.0, 0.0)), (rng.normal(size=(batch, 3)) * 0.6, rng.normal(size=(batch, 3))))
+    for leg, (tpos, tvel) in zip(LEGS, targets):
+        joints = tuple(skel.index(j) for j in leg)
+        want = ag.ops.two_bone_ik(local, skel, joints, tpos, tvel)
+        assert_pose_close(lanes_ik.two_bone_ik(local, skel.parents, joints, tpos, tvel), want, rtol=5e-5)
+
+
+def test_chain_ik_tiles_equals_ops():
+    skel, clips = chain_assets()
+    batch = 17
+    times = np.random.default_rng(5).uniform(0.0, 4.0, lanes.tile_count(batch) * lanes.LANES)
+    a, b = clips["a"], clips["b"]
+    tab_a, unit_a = lanes_ops.lane_key_table(a)
+    tab_b, unit_b = lanes_ops.lane_key_table(b)
+    legs = [lanes_ik.ik_leg(skel.parents, tuple(skel.index(j) for j in leg)) for leg in LEGS]
+    target_pos = [(0.09, 0.15, 0.1), (-0.09, 0.15, 0.1)]
+    targets = np.concatenate([lanes_ik.lane_targets(v, lanes.LANES) for p in target_pos for v in (p, (0.0, 0.0, 0.0))])
+    out = np.empty((lanes.tile_count(batch), len(skel) * lanes.JOINT), np.float32)
+    lanes_ik.chain_ik_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
+                            lanes_ops.slerp_coefficients(0.7), 0.7, skel.parents.astype(np.int64), legs[0], legs[1],
+                            np.array([1.0, 0.0, 0.0], np.float32), targets, out)
+    t = times[:batch]
+    pose = ag.ops.blend(ag.ops.sample(a, t, "linear", loop=True), ag.ops.sample(b, t, "linear", loop=True), 0.7)
+    for leg, target in zip(LEGS, target_pos):
+        pose = ag.ops.two_bone_ik(pose, skel, leg, target)
+    assert_pose_close(lanes.unpack_tiles(out, batch), ag.ops.fk(pose, skel.parents), rtol=5e-5)
+
+
+def test_two_bone_ik_tile_compiles_to_packed_float32_simd():
+    skel, clips = chain_assets()
+    tile = lanes.pack_tiles(ag.ops.sample(clips["a"], np.linspace(0.0, 1.0, 16), "linear"))[0]
+    path, ia, ib, ic = lanes_ik.ik_path(skel.parents, *(skel.index(j) for j in LEGS[0]))
+    glob, parent, solved = lanes_ik.ik_scratch(path)
+    tpos, tvel = lanes_ik.lane_targets((0.0, 0.1, 0.1), 16)[0], lanes_ik.lane_targets((0.0, 0.0, 0.0), 16)[0]
+    assert_packed(packed_ops(lanes_ik.two_bone_ik_tile, tile, path, ia, ib, ic, np.array([1.0, 0.0, 0.0], np.float32),
+                             tpos, tvel, np.empty_like(tile), glob, parent, solved))
