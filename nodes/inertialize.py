@@ -77,7 +77,9 @@ def inertialize_node(ins, outs, par, st, pose, sig, db, dt):
                       st[tail + MOTION.offset:tail + MOTION.offset + 6],
                       transition and st[ST.shown] > 0.5, transition, cubic, length,
                       0.0 if transition else st[ST.elapsed] + dt)
-    if transition and st[ST.shown] > 0.5 and length > 0.0:
+    # After a step longer than the offset takes to decay, carrying the previous output that far
+    # at its velocities means nothing: the transition is a cut.
+    if transition and st[ST.shown] > 0.5 and length > 0.0 and still_active(cubic, length, dt):
         # The previous output, one frame on, is what would show now: the offset starts there.
         record_offsets(prev, inp, dt, off)
         st[ST.elapsed] = 0.0

@@ -320,9 +320,12 @@ def motion_match_node(ins, outs, par, st, pose, sig, db, dt):
                   0.0 if switched else st[ST.elapsed] + dt)
     if switched:
         st[ST.elapsed] = 0.0  # seconds since the last switch: the offset's age, and what ``hold`` waits for
-        st[ST.active] = 1.0 if halflife > 0.0 else 0.0
-        if halflife > 0.0:
-            record_offsets(prev, out, dt, off)  # the previous output one step on is what would show now
+        # The previous output carried one step on is what would show now; after a step longer than the
+        # offset would take to decay, that carry means nothing (metres per 1000 s of velocity): a cut.
+        carry = halflife > 0.0 and still_active(False, halflife, dt)
+        st[ST.active] = 1.0 if carry else 0.0
+        if carry:
+            record_offsets(prev, out, dt, off)
     else:
         st[ST.elapsed] += dt
     if st[ST.active] > 0.5 and not still_active(False, halflife, st[ST.elapsed]):
@@ -402,6 +405,10 @@ class MotionMatch(Node):
             if unknown:
                 raise GraphError(f"no clip of asset {self.database!r} has the tag(s) {unknown} (tags: "
                                  f"{', '.join(sorted(known))})", self.id, field)
+        if not np.any(np.asarray(db.search_stops) > np.asarray(db.search_starts)):
+            raise GraphError(f"asset {self.database!r} has no frame to search: its clips are too short "
+                             f"({', '.join(str(int(b - a)) for a, b in zip(db.range_starts, db.range_stops))} "
+                             "frames at 60 fps)", self.id, "database")
         starts, stops = search_ranges(db, self.tags, self.exclude_tags)
         if not np.any(stops > starts):
             raise GraphError(f"the tag filters leave no clip of asset {self.database!r} to search", self.id,

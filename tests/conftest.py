@@ -3,7 +3,6 @@
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,19 +50,3 @@ def any_clip(request):
 def bundled_clip(request):
     """Each bundled clip in turn, as (skeleton, clip)."""
     return load_any(request.param)
-
-
-def rotvec(q):
-    """Rotation vectors (..., 3) of w-first unit quaternions (float64), the short way: for finite differences."""
-    q = q * np.where(q[..., :1] < 0, -1.0, 1.0)
-    n = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    return 2.0 * np.arctan2(n, q[..., :1]) * q[..., 1:] / np.maximum(n, 1e-300)
-
-
-def qmul(a, b):
-    """Products of w-first quaternions (float64), written out so tests need no kernel to check one."""
-    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
-    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
-

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import animgraph as ag
-from conftest import qmul, rotvec
+from fd import qmul, rotvec
 from animgraph import demo, graphs
 from animgraph.pops import PopFinder
 from animgraph.skate import bvh_toes, contact_pairs, toe_skate

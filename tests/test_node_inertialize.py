@@ -293,6 +293,20 @@ def test_zero_length_transition_is_a_cut(fields):
         np.testing.assert_array_equal(op.update(new, 0.0).pos, new.pos)
 
 
+@pytest.mark.parametrize("fields", [{"mode": "cubic", "duration": 0.25}, {"mode": "spring", "halflife": 0.1}])
+def test_a_transition_after_a_step_longer_than_the_decay_is_a_cut(fields):
+    """Carrying the last output 1000 s at its velocity would put the pose kilometres away: nothing is carried."""
+    node = Runner(Inertialize(id="in", **fields), skeleton(1))
+    node.step(single(pos=(5, 0, 0), vel=(1, 0, 0)), DT)
+    new = single(pos=(0, 1, 0), vel=(0, 2, 0))
+    out = node.step(new, 1000.0, True)
+    np.testing.assert_array_equal(out.pos, new.pos)
+    np.testing.assert_array_equal(out.vel, new.vel)
+    near = Runner(Inertialize(id="in", **fields), skeleton(1))  # a step within the decay still carries
+    near.step(single(pos=(5, 0, 0), vel=(1, 0, 0)), DT)
+    assert not np.allclose(near.step(new, DT, True).pos, new.pos)
+
+
 def test_transition_on_the_first_frame_has_no_offset():
     node = Runner(Inertialize(id="in"), skeleton(1))
     new = single(pos=(0, 1, 0), vel=(0, 2, 0))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import animgraph as ag
-from conftest import qmul, rotvec
+from fd import qmul, rotvec
 from animgraph.database import bundled
 from animgraph.nodes.motion_match import (MotionMatcher, arc_trajectory, range_tags, rest_frame,
                                           trajectory_columns)
@@ -155,6 +155,34 @@ def test_a_tag_no_clip_has_or_filters_that_leave_nothing_name_the_field():
     with pytest.raises(ag.GraphError, match="leave no clip") as err:
         ag.compile(graph(tags=["run"], exclude_tags=["run"]))
     assert "exclude_tags" in str(err.value)
+
+
+def _short_database(tmp_path, frames):
+    """A database file of the walk's first ``frames`` frames (120 fps BVH), and a graph naming it."""
+    from animgraph.database import build
+
+    skel, walk = ag.data.load("walk")
+    short = ag.Clip(skel, walk.pos[:frames], walk.rot[:frames], dt=1 / 120)
+    build([("short", skel, short)]).save(tmp_path / "short.npz")
+    g = graph()
+    g.assets["db"] = ag.graph.DatabaseSpec(database=str(tmp_path / "short.npz"))
+    return g
+
+
+def test_a_database_too_short_to_search_names_the_node_and_field(tmp_path):
+    with pytest.raises(ag.GraphError, match="no frame to search: its clips are too short") as err:
+        ag.compile(_short_database(tmp_path, 2))
+    assert "'mm'" in str(err.value) and "database" in str(err.value)
+
+
+@pytest.mark.parametrize("frames", [3, 12])
+def test_a_tiny_database_and_hostile_steps_stay_on_the_ground(tmp_path, frames):
+    """Switching every few frames (the clips end), with steps of 0, 5e-324 and 1000 s between: finite, grounded."""
+    inst = ag.compile(_short_database(tmp_path, frames), batch=2).instance()
+    for dt in (DT, 0.0, 1000.0, 5e-324, DT, DT, DT, DT):
+        out = inst.step(dt, {"traj": np.stack([_steer(1), _steer(200)])})
+        assert np.all(np.isfinite(out["out"].pos)) and np.all(np.isfinite(out["out"].vel))
+        assert np.all(np.abs(out["out"].pos[:, 0, 1] - 0.95) < 0.3), out["out"].pos[:, 0]  # the hips' height
 
 
 # ---------------------------------------------------------------- motion
