@@ -109,9 +109,9 @@ def kinds():
     return tuple(sorted(REGISTRY))
 
 
-def _kernel_ref(name):
-    """(module, attribute) through which the generated module imports a node type's kernel."""
-    kernel = REGISTRY[name].KERNEL
+def _kernel_ref(name, which="KERNEL"):
+    """(module, attribute) through which the generated module imports a node type's kernel (or ``TILE_KERNEL``)."""
+    kernel = getattr(REGISTRY[name], which)
     py = getattr(kernel, "py_func", kernel)
     module, attr = py.__module__, py.__name__
     if getattr(sys.modules.get(module), attr, None) is not kernel:
@@ -129,9 +129,13 @@ def source(names):
         "from animgraph.executor import clip_db",
         "",
     ]
+    lines.append("from animgraph.lanes import LANES, pack_lane, unpack_lane")
     for i, name in enumerate(names):
         module, attr = _kernel_ref(name)
         lines.append(f"from {module} import {attr} as k{i}  # {name}")
+        if REGISTRY[name].TILE_KERNEL is not None:
+            module, attr = _kernel_ref(name, "TILE_KERNEL")
+            lines.append(f"from {module} import {attr} as t{i}  # {name}, lane tiles")
     lines.append(f"\nKINDS = {tuple(names)!r}\n")
     own = [i for i, name in enumerate(names) if REGISTRY[name].CLIP_TABLES]
     dbs = ", ".join(["db"] + [f"db{i}" for i in own])
@@ -176,8 +180,73 @@ def source(names):
         "    for c in prange(chars.shape[0]):",
         f"        character(c, table, par, chars, vecs, rots, {dbs}, dt)",
         "",
+        *_tiles_source(names, own, dbs, args),
     ]
     return "\n".join(lines)
+
+
+def _tiles_source(names, own, dbs, args):
+    """Source of ``run_tiles``: the op table walked once per tile of LANES characters (see ``animgraph.node``).
+
+    An op whose type has a tile kernel runs on the whole tile; otherwise (or when that kernel
+    returns False) its scalar kernel runs lane by lane, each lane's pose inputs copied out of
+    the tile into the character's own slots and its pose outputs copied back.  At the end the
+    ``keep`` slots (the outputs) are copied out to every character's slots.
+    """
+    lines = [
+        "",
+        "@njit(cache=True, parallel=True)",
+        f"def run_tiles({args.replace(', dt', '')}, tiles, pose_io, keep, dt):",
+        f"    {dbs}, = dbs(table, clipbuf)",
+        f"    n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
+        "    for t in prange(tiles.shape[0]):",
+        "        c0 = t * LANES",
+        "        tile = tiles[t]",
+        "        sg = chars[c0:c0 + LANES, 0:n_sig]",
+        "        for i in range(n_ops):",
+        f"            o = ops_at + {OP_WIDTH} * i",
+        f"            kind = table[o + {OP_KIND}]",
+        f"            a0, a1, a2 = table[o + {OP_INS}], table[o + {OP_OUTS}], table[o + {OP_OUTS_END}]",
+        "            ins = table[io_at + a0:io_at + a1]",
+        "            outs = table[io_at + a1:io_at + a2]",
+        f"            p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
+        f"            s0, s1 = n_sig + table[o + {OP_STATE}], n_sig + table[o + {OP_STATE_END}]",
+        "            done = False",
+    ]
+    tiled = [i for i, name in enumerate(names) if REGISTRY[name].TILE_KERNEL is not None]
+    for n, i in enumerate(tiled):
+        db = f"db{i}" if i in own else "db"
+        lines.append(f"            {'if' if n == 0 else 'elif'} kind == {i}:  # {names[i]}")
+        lines.append(f"                done = t{i}(ins, outs, p, chars[c0:c0 + LANES, s0:s1], tile, sg, {db}, dt)")
+    lines += [
+        "            if done:",
+        "                continue",
+        "            for lane in range(LANES):",
+        "                c = c0 + lane",
+        "                v = vecs[c]",
+        "                pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
+        "                for k in range(a0, a1):",
+        "                    if pose_io[k] and table[io_at + k] >= 0:",
+        "                        unpack_lane(tile, table[io_at + k], lane, pose)",
+        "                s = chars[c, 0:n_sig]",
+        "                x = chars[c, s0:s1]",
+    ]
+    for i, name in enumerate(names):
+        db = f"db{i}" if i in own else "db"
+        lines.append(f"                {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
+        lines.append(f"                    k{i}(ins, outs, p, x, pose, s, {db}, dt)")
+    lines += [
+        "                for k in range(a1, a2):",
+        "                    if pose_io[k]:",
+        "                        pack_lane(pose, table[io_at + k], lane, tile)",
+        "        for lane in range(LANES):",
+        "            v = vecs[c0 + lane]",
+        "            pose = (v[0], rots[c0 + lane], v[1], v[2], v[3], v[4])",
+        "            for k in range(keep.shape[0]):",
+        "                unpack_lane(tile, keep[k], lane, pose)",
+        "",
+    ]
+    return lines
 
 
 def _key(text, names):
@@ -185,7 +254,11 @@ def _key(text, names):
     h = hashlib.sha256()
     h.update(cache.source_hash().encode())
     h.update(text.encode())
-    for module in sorted({_kernel_ref(n)[0] for n in names}):
+    from . import lanes  # noqa: F401  (the generated module imports it)
+
+    modules = {_kernel_ref(n)[0] for n in names} | {"animgraph.lanes"}
+    modules |= {_kernel_ref(n, "TILE_KERNEL")[0] for n in names if REGISTRY[n].TILE_KERNEL is not None}
+    for module in sorted(modules):
         h.update(Path(inspect.getfile(sys.modules[module])).read_bytes())
     h.update(f"{numba.__version__} {sys.version}".encode())
     return h.hexdigest()[:20]

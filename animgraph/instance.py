@@ -22,6 +22,7 @@ applies to every character, an array with a leading axis of length B sets each.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ from .node import SIGNAL_SIZE
 from .pose import Pose
 
 PARALLEL_MIN_BATCH = 16  # below this, threads cost more than they save
+LANES_ENV = "ANIMGRAPH_LANES"  # "0": never run on lane tiles (the per-character executor only)
 
 _VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1, "trajectory": 12}
 CLAMPED = ("scalar", "int", "vec3")  # kinds whose values an input's [min, max] bounds
@@ -92,32 +94,48 @@ class State:
 class Instance:
     """One plan's running state for B characters: pose slots, signals, state, parameters."""
 
-    def __init__(self, plan, parallel=None, python=False):
+    def __init__(self, plan, parallel=None, python=False, lanes=None):
+        from . import lanes as lane_tiles
+
         self.plan = plan
         self.batch = b = plan.batch
         j, s, n_sig = plan.joints, plan.n_slots, len(plan.sig_init)
-        # Per character, every slot's pos scl vel ang svl in one array, rot in another.
-        self.vecs = np.zeros((b, 5, s, j, 3), np.float32)
-        self.rots = np.zeros((b, s, j, 4), np.float32)
-        v = self.vecs
-        self.pose = (v[:, 0], self.rots, v[:, 1], v[:, 2], v[:, 3], v[:, 4])
-        self.pose[1][..., 0] = 1.0
-        self.pose[2][...] = 1.0
-        self.chars = np.zeros((b, n_sig + plan.n_state))
-        self.sig, self.st = self.chars[:, :n_sig], self.chars[:, n_sig:]
-        self.sig[:] = plan.sig_init
-        self.st[:] = plan.state(0.0)
-        self.par = plan.par.copy()
-        self.nodes = dict(plan.nodes)
         if parallel is None:
             parallel = b >= PARALLEL_MIN_BATCH
+        if lanes is None:
+            lanes = parallel and b >= lane_tiles.LANES and os.environ.get(LANES_ENV, "1") != "0"
+        self.lanes = lanes = bool(lanes) and not python
+        # Lane tiles run whole tiles: the characters past the batch are padding, evaluated but never output.
+        rows = lane_tiles.tile_count(b) * lane_tiles.LANES if lanes else b
+        # Per character, every slot's pos scl vel ang svl in one array, rot in another.
+        self.vecs = np.zeros((rows, 5, s, j, 3), np.float32)
+        self.rots = np.zeros((rows, s, j, 4), np.float32)
+        self.rots[..., 0] = 1.0
+        self.vecs[:, 1] = 1.0
+        v = self.vecs[:b]
+        self.pose = (v[:, 0], self.rots[:b], v[:, 1], v[:, 2], v[:, 3], v[:, 4])
+        self.chars = np.zeros((rows, n_sig + plan.n_state))
+        self.chars[:, :n_sig] = plan.sig_init
+        self.chars[:, n_sig:] = plan.state(0.0)
+        self.sig, self.st = self.chars[:b, :n_sig], self.chars[:b, n_sig:]
+        self.par = plan.par.copy()
+        self.nodes = dict(plan.nodes)
         if python:  # the reference: the op table walked in Python, calling the same kernels
             from .executor import walk_in_python
 
             self._call = walk_in_python
+        elif lanes:
+            self._call = _entry(plan.executor.run_tiles)
         else:
             self._call = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
         self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
+        if lanes:
+            self.tiles = lane_tiles.identity_tiles(rows // lane_tiles.LANES, s, j)
+            if plan.reuse_slots:  # the output slots; a debug plan copies every slot out (``port``)
+                keep = [loc for kind, loc, _ in plan.outputs.values() if kind == "pose"]
+            else:
+                keep = range(s)
+            self._args += (self.tiles, plan.pose_io, np.array(sorted(keep), np.int64))
         self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
         # Inputs of pruned nodes are accepted and ignored.
         self._known = {n.id for n in plan.graph.nodes if getattr(n, "GRAPH_INPUT", False)}

@@ -222,3 +222,49 @@ def fk(local, parents):
     out = np.empty_like(tiles)
     fk_tiles(tiles, np.asarray(parents, np.int64), out)
     return unpack_tiles(out, local.batch[0])
+
+
+# ---------------------------------------------------------------- the executor's tiles (one per LANES characters)
+
+
+@njit(inline="always")
+def tile_slot(tile, slot, joints):
+    """Pose slot ``slot`` of an executor tile (every slot's ``joints * JOINT`` floats, one after the other)."""
+    size = joints * JOINT
+    return tile[slot * size:(slot + 1) * size]
+
+
+@njit(cache=True)
+def unpack_lane(tile, slot, lane, pose):
+    """Copy lane ``lane`` of tile pose slot ``slot`` into slot ``slot`` of ``pose`` (a kernel's pose tuple)."""
+    joints = pose[0].shape[1]
+    src = tile_slot(tile, slot, joints)
+    for j in range(joints):
+        at = j * JOINT + lane
+        for f in range(6):
+            a = pose[f][slot, j]
+            first = (POS, ROT, SCL, VEL, ANG, SVL)[f]
+            for c in range(a.shape[0]):
+                a[c] = src[at + (first + c) * LANES]
+
+
+@njit(cache=True)
+def pack_lane(pose, slot, lane, tile):
+    """Copy slot ``slot`` of ``pose`` (a kernel's pose tuple) into lane ``lane`` of the tile's pose slot ``slot``."""
+    joints = pose[0].shape[1]
+    dst = tile_slot(tile, slot, joints)
+    for j in range(joints):
+        at = j * JOINT + lane
+        for f in range(6):
+            a = pose[f][slot, j]
+            first = (POS, ROT, SCL, VEL, ANG, SVL)[f]
+            for c in range(a.shape[0]):
+                dst[at + (first + c) * LANES] = a[c]
+
+
+def identity_tiles(tiles, slots, joints):
+    """Executor tiles (tiles, slots * joints * JOINT) float32 holding identity poses (rot w 1, scale 1, at rest)."""
+    out = np.zeros((tiles, slots, joints, CHANNELS, LANES), np.float32)
+    out[:, :, :, ROT] = 1.0
+    out[:, :, :, SCL:SCL + 3] = 1.0
+    return out.reshape(tiles, -1)

@@ -38,6 +38,22 @@ the variants of a clip a node needs prepared (the sample node's root-relative cl
 a clip of its own in the frame array with its own ``ClipRange``.  The core planner and
 executor name no node module: everything a node type precomputes comes through these.
 - ``dt`` the frame time in seconds.
+
+Lane tiles (optional, ``@register(kernel, tile=tile_kernel)``): batches of at least
+``lanes.LANES`` characters run tile by tile (``executor.run_tiles``), every pose slot of a
+tile one flat float32 block of ``J * lanes.JOINT`` numbers laid out lane-minor
+(``animgraph.lanes``).  A node type's tile kernel::
+
+    @njit(cache=True)
+    def blend_tile(ins, outs, par, st, tile, sig, db, dt): ...   # -> True when it did the op
+
+takes ``ins``/``outs``/``par``/``db``/``dt`` as above; ``tile`` the tile's pose slots (slot
+``s`` is ``lanes.tile_slot(tile, s, joints)``), ``sig`` and ``st`` the tile's characters'
+signals and this op's state as 2-D (LANES, n) views, one row per lane.  It returns False
+when it cannot do this op on this tile (a case it leaves to the scalar kernel, such as a
+weight other than 1 on some lane): the executor then runs ``kernel`` lane by lane, copying
+the op's pose slots out of the tile and back.  Node types without a tile kernel always
+run that way, so every graph runs on tiles and only the speed differs.
 """
 
 from __future__ import annotations
@@ -197,6 +213,8 @@ class Node(BaseModel):
     OUTPUTS: ClassVar[tuple] = ()
     DOC: ClassVar[str] = ""
     CLIP_TABLES: ClassVar[tuple] = ()  # ClipTable per-frame tables the kernel reads from db
+    KERNEL: ClassVar[object] = None  # set by ``register``
+    TILE_KERNEL: ClassVar[object] = None  # set by ``register(kernel, tile=...)``: the lane-tile kernel, if any
     # What the editor and the checks need, declared by each node file:
     CATEGORY: ClassVar[str] = ""  # palette group: one of CATEGORIES
     FIELD_KINDS: ClassVar[dict] = {}  # field -> FIELD_KINDS entry, for fields that are more than a number
@@ -255,14 +273,15 @@ def _takes_text(annotation):
 REGISTRY: dict = {}
 
 
-def register(kernel):
-    """Class decorator: add a node model with its numba ``kernel`` to the registry."""
+def register(kernel, tile=None):
+    """Class decorator: add a node model with its numba ``kernel`` (and optional lane ``tile`` kernel) to the registry."""
 
     def wrap(cls):
         name = cls.model_fields["type"].default
         if name in REGISTRY:
             raise ValueError(f"node type {name!r} registered twice")
         cls.KERNEL = staticmethod(kernel)  # a numba dispatcher would otherwise bind as a method
+        cls.TILE_KERNEL = staticmethod(tile) if tile is not None else None
         REGISTRY[name] = cls
         return cls
 

@@ -73,6 +73,7 @@ class Plan:
     nodes: dict  # id -> node model (the scheduled ones)
     ops: np.ndarray
     io: np.ndarray
+    pose_io: np.ndarray  # bool per io entry: a pose port (a slot), not a signal (the lane executor copies slots)
     par: np.ndarray
     n_state: int
     n_slots: int
@@ -114,16 +115,18 @@ class Plan:
             st[a:b] = s
         return st
 
-    def instance(self, parallel=None, python=False):
+    def instance(self, parallel=None, python=False, lanes=None):
         """A runnable Instance with its own state, signals, parameters and pose slots.
 
         ``parallel``: threads over characters (default: when batch >= 16); ``python``: walk
-        the op table in Python instead of the compiled executor (a slow reference)."""
+        the op table in Python instead of the compiled executor (a slow reference);
+        ``lanes``: run tiles of ``lanes.LANES`` characters op by op (default: when parallel
+        and batch >= LANES, unless the environment sets ``ANIMGRAPH_LANES=0``)."""
         if self.executor is None:
             from . import executor
 
             self.executor = executor.load()
-        return Instance(self, parallel, python)
+        return Instance(self, parallel, python, lanes)
 
     def node_params(self, node):
         """``node.params`` for this plan as flat float64; errors name the node (and field)."""
@@ -410,7 +413,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     kept = sinks if reuse_slots else set(order)  # nodes whose pose slots are never given back
 
     slots, located = _Slots(), {}
-    ops, io, par_parts, sig_parts = [], [], [], []
+    ops, io, pose_io, par_parts, sig_parts = [], [], [], [], []
     n_par = n_state = n_sig = 0
     state_layout, inputs, outputs, constants = [], {}, {}, {}
 
@@ -425,6 +428,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         row = [kind_of[node.type], len(io)]  # the executor's OP_KIND, OP_INS, ... in order
         for name, port in checked.inputs[nid].items():
             src = checked.feeds.get((nid, name))
+            pose_io.append(port.signal == "pose")
             if src is not None:
                 io.append(located[src])
             elif has_constant(node, port):
@@ -435,6 +439,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
                 io.append(-1)
         row.append(len(io))
         for name, port in checked.outputs[nid].items():
+            pose_io.append(port.signal == "pose")
             if port.signal == "pose":
                 located[(nid, name)] = slots.take()
             else:
@@ -468,6 +473,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
 
     ops = np.array(ops, dtype=np.int64).reshape(-1, OP_WIDTH)
     io = np.array(io, dtype=np.int64)
+    pose_io = np.array(pose_io, dtype=np.bool_)
     sig_init = np.concatenate(sig_parts) if sig_parts else np.zeros(0)
     for nid, (off, kind) in inputs.items():  # inputs start at their defaults
         block = _signal_block(kind, nodes[nid].default)
@@ -493,6 +499,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         nodes=nodes,
         ops=ops,
         io=io,
+        pose_io=pose_io,
         par=np.concatenate(par_parts) if par_parts else np.zeros(0),
         n_state=n_state,
         n_slots=n_slots,
