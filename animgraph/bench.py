@@ -554,14 +554,16 @@ def bench_lanes_chain(quick):
 
     from . import lanes, lanes_ik, lanes_ops, ops
     from .graph import Graph
+    from .nodes.sample import key_table
     from .runtime import compile as compile_graph
 
     skel, clips = chain_assets()
     batch, joints = 1000, len(skel)
     a, b = clips["a"], clips["b"]
-    tab_a, unit_a = lanes_ops.lane_key_table(a)
-    tab_b, unit_b = lanes_ops.lane_key_table(b)
+    tab_a, unit_a = lanes_ops.lane_key_table(a, key_table(a)[0])
+    tab_b, unit_b = lanes_ops.lane_key_table(b, key_table(b)[0])
     coef = lanes_ops.slerp_coefficients(CHAIN_ALPHA)
+    alpha, alpha_vel = lanes_ops.lane_weights(CHAIN_ALPHA)
     parents = skel.parents.astype(np.int64)
     legs = [lanes_ik.ik_leg(skel.parents, tuple(skel.index(j) for j in leg)) for leg in LEGS]
     target_pos = [(0.09 * sx, 0.15, 0.1) for sx in (1.0, -1.0)]  # chain_graph's constant targets
@@ -574,10 +576,10 @@ def bench_lanes_chain(quick):
         times[:] += DT  # forward playback at 60 Hz
         if ik:
             lanes_ik.chain_ik_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
-                                    coef, CHAIN_ALPHA, parents, legs[0], legs[1], hinge, targets, out)
+                                    coef, alpha, alpha_vel, parents, legs[0], legs[1], hinge, targets, out)
         else:
             lanes_ops.chain_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
-                                  coef, CHAIN_ALPHA, parents, out)
+                                  coef, alpha, alpha_vel, parents, out)
 
     steps, reps = (2, 3) if quick else (20, 7)
     full = chain_graph().to_dict()

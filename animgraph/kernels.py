@@ -12,6 +12,8 @@ units as in ``animgraph.pose``: m, unit quaternions (w, x, y, z), m/s, rad/s, 1/
 Getters return float64 tuples (``np.float64``, not ``float()``: see ``animgraph.maths``).
 """
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -169,3 +171,34 @@ def weight_input(sig, at, default):
 NO_POSE = tuple(np.zeros((1, 1, n), np.float32) for n in (3, 4, 3, 3, 3, 3))
 NO_DB = (np.zeros((1, 1, 3), np.float32), np.zeros((1, 1, 4), np.float32), np.zeros((1, 1, 3), np.float32),
          np.zeros(1, np.int32))
+
+
+@njit(cache=True)
+def segment(t, frames, key_dt, loop, rate):
+    """Key index k, fraction s in [0, 1] and whether the clip moves at time ``t`` (s).
+
+    On a key the segment is chosen in the direction of play, so the velocity is the
+    derivative along the playing direction; a clamped clip at or past an end does not move.
+    """
+    u = t / key_dt
+    if frames == 1:
+        return 0, 0.0, False
+    if loop:
+        u = u - frames * math.floor(u / frames)
+        if not 0.0 <= u < frames:  # rounding of a tiny negative time, or a time too large to wrap exactly
+            u = 0.0
+        k = min(int(math.floor(u)), frames - 1)
+        s = u - k
+        if s == 0.0 and rate < 0.0:
+            return (k - 1) % frames, 1.0, True
+        return k, s, True
+    last = frames - 1
+    if u <= 0.0:
+        return 0, 0.0, u == 0.0 and rate > 0.0
+    if u >= last:
+        return last - 1, 1.0, u == last and rate < 0.0
+    k = min(int(math.floor(u)), last - 1)
+    s = u - k
+    if s == 0.0 and rate < 0.0:
+        return k - 1, 1.0, True
+    return k, s, True

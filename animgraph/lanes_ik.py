@@ -327,7 +327,7 @@ def two_bone_ik(local, parents, joints, target_pos, target_vel=(0.0, 0.0, 0.0), 
 
 @njit(cache=True)
 def chain_ik_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, loop, times, rate, coef, alpha,
-                   parents, left, right, hinge, targets, out):
+                   alpha_vel, parents, left, right, hinge, targets, out):
     """``lanes_ops.chain_tiles`` with two-bone IK on both legs between the blend and FK.
 
     ``left``/``right``: ``ik_leg`` arrays (path, then root, mid, end positions); ``targets``
@@ -348,7 +348,7 @@ def chain_ik_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b,
         lane_times = times[t * LANES:(t + 1) * LANES]
         sample_linear_tile(tab_a, frames_a, dt_a, loop, unit_a, lane_times, rate, ta, rows, sv, keys)
         sample_linear_tile(tab_b, frames_b, dt_b, loop, unit_b, lane_times, rate, tb, rows, sv, keys)
-        blend_tile(ta, tb, coef, alpha, 0.0, mixed)
+        blend_tile(ta, tb, coef, alpha, alpha_vel, mixed)
         n = left.shape[0] - 3
         two_bone_ik_tile(mixed, left[:n], left[n], left[n + 1], left[n + 2], hinge, targets[0], targets[1], legged,
                          glob, parent, solved)

@@ -13,7 +13,7 @@ scalar, so the rotation maths is polynomial:
   8 terms leave < 1e-9 at ``pi/2`` (below float32 rounding).
 - ``blend_tile``: ``maths.blend_rot``'s slerp sum form, whose weights ``sin(t h) / sin h``
   are power series in ``y = cos h - 1`` (``maths.slerp_weights``).  With the weight fixed
-  per tile, their coefficients are computed once (``slerp_coefficients``) and each lane
+  per lane, their coefficients are computed once per op (``fill_coefficients``) and each lane
   runs a fixed-degree Horner instead of the scalar code's loop-until-small; degree
   ``SLERP_DEGREE`` keeps the weights' derivatives within 2e-6 even 180 degrees apart.
 """
@@ -25,7 +25,7 @@ from numba import njit
 
 from animgraph.lanes import ANG, CONTRACT, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
     store_lane3, store_lane4, vadd, vscale
-from animgraph.nodes.sample import key_table, segment
+from animgraph.kernels import segment
 
 F32 = np.float32
 ONE = F32(1.0)
@@ -50,49 +50,66 @@ C_F0, C_F1, C_D0, C_D1, C_HS = 0, NCOEF, 2 * NCOEF, 3 * NCOEF, 4 * NCOEF
 # ---------------------------------------------------------------- setup (once per clip / weight)
 
 
-def lane_key_table(clip):
+def lane_key_table(clip, ktab):
     """(flat float32 key table (F * J * KEY), whether every scale is exactly 1) of ``clip`` for ``sample_linear_tile``.
 
-    Rotations and ``r1`` are ``sample.key_table``'s (normalized, shortest path, float32);
-    the differences to key k+1 wrap to the first key, as a looping clip does (a clamped
-    clip never samples a segment starting at its last key).
+    ``ktab``: the sample node's key table of the clip (``nodes.sample.key_table(clip)[0]``):
+    its rotations and ``r1`` (normalized, shortest path, float32) and log scales.  The
+    differences to key k+1 wrap to the first key, as a looping clip does (a clamped clip
+    never samples a segment starting at its last key).
     """
-    ktab, unit = key_table(clip)
     frames, joints = clip.frames, len(clip.skeleton)
     nxt = np.roll(np.arange(frames), -1)
     pos = np.asarray(clip.pos, np.float64)
-    ls = ktab[..., 13:16].astype(np.float64)  # sample.LOG_SCL columns
+    ls = ktab[..., 13:16].astype(np.float64)  # the key table's log-scale columns
     out = np.empty((frames, joints, KEY), np.float32)
     out[..., KP:KP + 3] = pos
     out[..., KDP:KDP + 3] = pos[nxt] - pos
-    out[..., KQ:KQ + 4] = ktab[..., 0:4]  # sample.ROT
-    out[..., KR1:KR1 + 3] = ktab[..., 4:7]  # sample.R1
+    out[..., KQ:KQ + 4] = ktab[..., 0:4]  # rotation
+    out[..., KR1:KR1 + 3] = ktab[..., 4:7]  # r1
     out[..., KLS:KLS + 3] = ls
     out[..., KDLS:KDLS + 3] = ls[nxt] - ls
-    return out.reshape(-1), unit
+    return out.reshape(-1), bool(np.all(clip.scl == 1.0))
+
+
+@njit(cache=True)
+def fill_coefficients(alpha, coef, lane):
+    """Lane ``lane`` of lane-minor ``coef`` (5 * NCOEF * LANES float32): power series of slerp's weights at ``alpha``.
+
+    In ``y = cos h - 1``: ``f(t) = sin(t h) / sin h = sum c_k y^k`` with ``c_0 = t``,
+    ``c_k = c_(k-1) (t^2 - k^2) / (k (2k+1))`` (``maths.slerp_weights``) for ``t = 1 - alpha``
+    and ``alpha``, their derivatives in ``y``, and ``h / sin h``.  Float64, rounded once.
+    """
+    for row in range(C_D0, C_D1 + NCOEF):
+        coef[row * LANES + lane] = 0.0
+    for row, t in ((C_F0, 1.0 - alpha), (C_F1, alpha)):
+        c = t
+        coef[row * LANES + lane] = c
+        for k in range(1, NCOEF):
+            c *= (t * t - k * k) / (k * (2 * k + 1))
+            coef[(row + k) * LANES + lane] = c
+            coef[(row + 2 * NCOEF + k - 1) * LANES + lane] = k * c  # d/dy: row C_D0 / C_D1, degree one less
+    g = 1.0
+    coef[C_HS * LANES + lane] = g
+    for k in range(1, NCOEF):
+        g *= -k / (2 * k + 1)
+        coef[(C_HS + k) * LANES + lane] = g
 
 
 def slerp_coefficients(alpha):
-    """float32 (5 * NCOEF,) power-series coefficients in ``y = cos h - 1`` of slerp's weights at ``alpha``.
+    """Lane-minor float32 (5 * NCOEF * LANES,) slerp weight coefficients (``fill_coefficients``): one weight
+    for every lane, or one per lane (an array of LANES)."""
+    alphas = np.broadcast_to(np.asarray(alpha, np.float64), (LANES,))
+    out = np.empty(5 * NCOEF * LANES, np.float32)
+    for lane in range(LANES):
+        fill_coefficients(float(alphas[lane]), out, lane)
+    return out
 
-    ``f(t) = sin(t h) / sin h = sum c_k y^k`` with ``c_0 = t``, ``c_k = c_(k-1) (t^2 - k^2) / (k (2k+1))``
-    (``maths.slerp_weights``) for ``t = 1 - alpha`` and ``alpha``, their derivatives in ``y``, and
-    ``h / sin h``.  Computed in float64, rounded once.
-    """
-    out = np.zeros(5 * NCOEF)
-    for row, t in ((C_F0, 1.0 - alpha), (C_F1, alpha)):
-        c = t
-        out[row] = c
-        for k in range(1, NCOEF):
-            c *= (t * t - k * k) / (k * (2 * k + 1))
-            out[row + k] = c
-            out[row + 2 * NCOEF + k - 1] = k * c  # d/dy: row C_D0 / C_D1, degree one less
-    g = 1.0
-    out[C_HS] = g
-    for k in range(1, NCOEF):
-        g *= -k / (2 * k + 1)
-        out[C_HS + k] = g
-    return out.astype(np.float32)
+
+def lane_weights(alpha, alpha_vel=0.0):
+    """(alpha, alpha_vel) as float32 arrays of LANES, from one value each or one per lane."""
+    return (np.ascontiguousarray(np.broadcast_to(np.asarray(alpha, np.float32), (LANES,))),
+            np.ascontiguousarray(np.broadcast_to(np.asarray(alpha_vel, np.float32), (LANES,))))
 
 
 # ---------------------------------------------------------------- one character, float32
@@ -149,23 +166,23 @@ def ang_to_qdx(q, w):
 
 
 @njit(inline="always")
-def horner(coef, at, y):
-    """``sum coef[at + k] y^k`` for k <= SLERP_DEGREE (a constant trip count: LLVM unrolls it)."""
-    acc = coef[at + SLERP_DEGREE]
+def horner(coef, at, lane, y):
+    """``sum coef[(at + k) * LANES + lane] y^k`` for k <= SLERP_DEGREE (a constant trip count: LLVM unrolls it)."""
+    acc = coef[(at + SLERP_DEGREE) * LANES + lane]
     for k in range(SLERP_DEGREE - 1, -1, -1):
-        acc = acc * y + coef[at + k]
+        acc = acc * y + coef[(at + k) * LANES + lane]
     return acc
 
 
 @njit(inline="always")
-def blend_rot(ar, aw, br, bw, coef, alpha_vel):
+def blend_rot(ar, aw, br, bw, coef, lane, alpha_vel):
     """``maths.blend_rot`` in float32: slerp's sum form and its exact time derivative, any angle apart."""
     x = qdot(ar, br)
     sign = np.float32(-1.0) if x < ZERO else ONE  # a select: the shortest way round
     br = qscale(br, sign)
     y = x * sign - ONE
-    f0, f1 = horner(coef, C_F0, y), horner(coef, C_F1, y)
-    d0, d1 = horner(coef, C_D0, y), horner(coef, C_D1, y)
+    f0, f1 = horner(coef, C_F0, lane, y), horner(coef, C_F1, lane, y)
+    d0, d1 = horner(coef, C_D0, lane, y), horner(coef, C_D1, lane, y)
     dar, dbr = ang_to_qdx(ar, aw), ang_to_qdx(br, bw)
     dx = qdot(dar, br) + qdot(ar, dbr)  # d(cos h)/dt
     rot = qadd(qscale(ar, f0), qscale(br, f1))
@@ -173,7 +190,7 @@ def blend_rot(ar, aw, br, bw, coef, alpha_vel):
     d = qmul(drot, qconj(rot))
     # The weight's rate turns the result along log(br ar^-1) = 2 (h / sin h) vec(br ar^-1).
     delta = qmul(br, qconj(ar))
-    k = TWO * horner(coef, C_HS, y) * alpha_vel
+    k = TWO * horner(coef, C_HS, lane, y) * alpha_vel
     ang = (TWO * d[1] + k * delta[1], TWO * d[2] + k * delta[2], TWO * d[3] + k * delta[3])
     return rot, ang
 
@@ -193,11 +210,58 @@ def gather_keys(table, rows, jk, keys):
             keys[c * LANES + lane] = table[rows[lane] + jk + c]
 
 
+@njit(inline="always")
+def gather_clip_keys(cpos, ktab, frames0, frames1, j, keys):
+    """``gather_keys`` from the graph's clip database: lane ``l``'s segment from frame ``frames0[l]`` to ``frames1[l]``.
+
+    ``cpos`` (F, J, 3) the clips' positions, ``ktab`` (F, J, 16) the sample node's key table
+    (``nodes.sample.key_table``: rot 0..3, r1 4..6, log scale 13..15).
+    """
+    for lane in range(LANES):
+        k0, k1 = frames0[lane], frames1[lane]
+        for c in range(3):
+            p0, ls0 = cpos[k0, j, c], ktab[k0, j, 13 + c]
+            keys[(KP + c) * LANES + lane] = p0
+            keys[(KDP + c) * LANES + lane] = cpos[k1, j, c] - p0
+            keys[(KR1 + c) * LANES + lane] = ktab[k0, j, 4 + c]
+            keys[(KLS + c) * LANES + lane] = ls0
+            keys[(KDLS + c) * LANES + lane] = ktab[k1, j, 13 + c] - ls0
+        for c in range(4):
+            keys[(KQ + c) * LANES + lane] = ktab[k0, j, c]
+
+
+@njit(inline="always")
+def linear_joint(keys, sv, unit, out, at):
+    """One joint of a linear sample for every lane, from its gathered ``keys`` and ``sv`` (fraction, velocity scale)."""
+    for lane in range(LANES):
+        s, v = sv[lane], sv[LANES + lane]
+        p0 = (keys[KP * LANES + lane], keys[(KP + 1) * LANES + lane], keys[(KP + 2) * LANES + lane])
+        dp = (keys[KDP * LANES + lane], keys[(KDP + 1) * LANES + lane], keys[(KDP + 2) * LANES + lane])
+        q0 = (keys[KQ * LANES + lane], keys[(KQ + 1) * LANES + lane], keys[(KQ + 2) * LANES + lane],
+              keys[(KQ + 3) * LANES + lane])
+        r1 = (keys[KR1 * LANES + lane], keys[(KR1 + 1) * LANES + lane], keys[(KR1 + 2) * LANES + lane])
+        store_lane3(out, at + POS * LANES + lane, vadd(p0, vscale(dp, s)))
+        store_lane3(out, at + VEL * LANES + lane, vscale(dp, v))
+        # Linear: r = s r1 moves along itself, so ang = r1 ds/dt (the left Jacobian is the identity).
+        store_lane4(out, at + ROT * LANES + lane, qmul(qexp_half(vscale(r1, s * HALF)), q0))
+        store_lane3(out, at + ANG * LANES + lane, vscale(r1, v))
+    if unit:  # the clip's flag, the same for every lane: outside the lane loops
+        for i in range(3 * LANES):
+            out[at + SCL * LANES + i] = ONE
+            out[at + SVL * LANES + i] = ZERO
+    else:  # scales are rare: math.exp keeps this loop scalar
+        for c in range(3):
+            for lane in range(LANES):
+                ls, dls = keys[(KLS + c) * LANES + lane], keys[(KDLS + c) * LANES + lane]
+                out[at + (SCL + c) * LANES + lane] = math.exp(ls + sv[lane] * dls)
+                out[at + (SVL + c) * LANES + lane] = dls * sv[LANES + lane]
+
+
 @njit(cache=True, fastmath=CONTRACT)
 def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows=None, sv=None, keys=None):
     """Linear sample (as ``ops.sample(clip, t, 'linear', loop, rate)``) of lane ``l`` at ``times[l]`` into ``out``.
 
-    ``table``: ``lane_key_table(clip)[0]``; ``unit``: its second value (scales skipped).
+    ``table``: ``lane_key_table(clip, ktab)[0]``; ``unit``: its second value (scales skipped).
     Scratch, allocated per call when not given: ``rows`` (int64, LANES) each lane's key row,
     ``sv`` (float32, 2 * LANES) its fraction and velocity scale, ``keys`` (float32,
     KEY * LANES) one joint's gathered key rows.
@@ -216,30 +280,29 @@ def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows
         sv[lane] = s
         sv[LANES + lane] = rate / key_dt if moving else 0.0
     for j in range(joints):
-        at = j * JOINT
         gather_keys(table, rows, j * KEY, keys)
-        for lane in range(LANES):
-            s, v = sv[lane], sv[LANES + lane]
-            p0 = (keys[KP * LANES + lane], keys[(KP + 1) * LANES + lane], keys[(KP + 2) * LANES + lane])
-            dp = (keys[KDP * LANES + lane], keys[(KDP + 1) * LANES + lane], keys[(KDP + 2) * LANES + lane])
-            q0 = (keys[KQ * LANES + lane], keys[(KQ + 1) * LANES + lane], keys[(KQ + 2) * LANES + lane],
-                  keys[(KQ + 3) * LANES + lane])
-            r1 = (keys[KR1 * LANES + lane], keys[(KR1 + 1) * LANES + lane], keys[(KR1 + 2) * LANES + lane])
-            store_lane3(out, at + POS * LANES + lane, vadd(p0, vscale(dp, s)))
-            store_lane3(out, at + VEL * LANES + lane, vscale(dp, v))
-            # Linear: r = s r1 moves along itself, so ang = r1 ds/dt (the left Jacobian is the identity).
-            store_lane4(out, at + ROT * LANES + lane, qmul(qexp_half(vscale(r1, s * HALF)), q0))
-            store_lane3(out, at + ANG * LANES + lane, vscale(r1, v))
-        if unit:  # the clip's flag, the same for every lane: outside the lane loops
-            for i in range(3 * LANES):
-                out[at + SCL * LANES + i] = ONE
-                out[at + SVL * LANES + i] = ZERO
-        else:  # scales are rare: math.exp keeps this loop scalar
-            for c in range(3):
-                for lane in range(LANES):
-                    ls, dls = keys[(KLS + c) * LANES + lane], keys[(KDLS + c) * LANES + lane]
-                    out[at + (SCL + c) * LANES + lane] = math.exp(ls + sv[lane] * dls)
-                    out[at + (SVL + c) * LANES + lane] = dls * sv[LANES + lane]
+        linear_joint(keys, sv, unit, out, j * JOINT)
+
+
+@njit(cache=True, fastmath=CONTRACT)
+def sample_clip_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates, out):
+    """Linear sample of clip frames ``start..start+frames-1`` of the graph's database, lane ``l`` at ``times[l]``
+    (s) with playback rate ``rates[l]`` (velocities scaled by it), into tile pose ``out``.
+
+    ``cpos``, ``ktab``: as ``gather_clip_keys``; ``unit``: the clip's scales are all 1.
+    """
+    joints = out.shape[0] // JOINT
+    frames0, frames1 = np.empty(LANES, np.int64), np.empty(LANES, np.int64)
+    sv, keys = np.empty(2 * LANES, np.float32), np.empty(KEY * LANES, np.float32)
+    for lane in range(LANES):
+        k, s, moving = segment(times[lane], frames, key_dt, loop, rates[lane])
+        frames0[lane] = start + k
+        frames1[lane] = start + ((k + 1) % frames if loop else min(k + 1, frames - 1))
+        sv[lane] = s
+        sv[LANES + lane] = rates[lane] / key_dt if moving else 0.0
+    for j in range(joints):
+        gather_clip_keys(cpos, ktab, frames0, frames1, j, keys)
+        linear_joint(keys, sv, unit, out, j * JOINT)
 
 
 @njit(inline="always")
@@ -255,32 +318,35 @@ def unit_scales(a, b, at):
 def blend_tile(a, b, coef, alpha, alpha_vel, out):
     """``ops.blend(a, b, alpha, alpha_vel)`` for every lane of tiles ``a`` and ``b`` into ``out`` (a third buffer).
 
-    ``coef``: ``slerp_coefficients(alpha)``.
+    ``alpha``, ``alpha_vel``: float32 (LANES,) each lane's weight and its rate (1/s);
+    ``coef``: ``slerp_coefficients(alpha)`` (lane-minor).
     """
-    alpha = np.float32(alpha)
-    alpha_vel = np.float32(alpha_vel)
     joints = out.shape[0] // JOINT
     for j in range(joints):
         at = j * JOINT
         for lane in range(LANES):
+            w, dw = alpha[lane], alpha_vel[lane]
             ap, ar, asc, av, aw, asv = load_lane(a, j, lane)
             bp, br, bsc, bv, bw, bsv = load_lane(b, j, lane)
-            store_lane3(out, at + POS * LANES + lane, vlerp(ap, bp, alpha))
-            store_lane3(out, at + VEL * LANES + lane, vadd(vlerp(av, bv, alpha), vscale(vsub(bp, ap), alpha_vel)))
-            rot, ang = blend_rot(ar, aw, br, bw, coef, alpha_vel)
+            store_lane3(out, at + POS * LANES + lane, vlerp(ap, bp, w))
+            store_lane3(out, at + VEL * LANES + lane, vadd(vlerp(av, bv, w), vscale(vsub(bp, ap), dw)))
+            rot, ang = blend_rot(ar, aw, br, bw, coef, lane, dw)
             store_lane4(out, at + ROT * LANES + lane, rot)
             store_lane3(out, at + ANG * LANES + lane, ang)
         if unit_scales(a, b, at):  # log 1 = 0: the blended scale is 1, its rate the lerp of the rates
-            for i in range(3 * LANES):
-                out[at + SCL * LANES + i] = ONE
-                o = at + SVL * LANES + i
-                out[o] = a[o] + alpha * (b[o] - a[o])
+            for c in range(3):
+                for lane in range(LANES):
+                    out[at + (SCL + c) * LANES + lane] = ONE
+                    o = at + (SVL + c) * LANES + lane
+                    out[o] = a[o] + alpha[lane] * (b[o] - a[o])
         else:  # scales lerp in log space; math.log/exp keep this loop scalar
-            for i in range(3 * LANES):
-                la, lb = math.log(a[at + SCL * LANES + i]), math.log(b[at + SCL * LANES + i])
-                out[at + SCL * LANES + i] = math.exp(la + alpha * (lb - la))
-                o = at + SVL * LANES + i
-                out[o] = a[o] + alpha * (b[o] - a[o]) + (lb - la) * alpha_vel
+            for c in range(3):
+                for lane in range(LANES):
+                    i = at + (SCL + c) * LANES + lane
+                    la, lb = math.log(a[i]), math.log(b[i])
+                    out[i] = math.exp(la + alpha[lane] * (lb - la))
+                    o = at + (SVL + c) * LANES + lane
+                    out[o] = a[o] + alpha[lane] * (b[o] - a[o]) + (lb - la) * alpha_vel[lane]
 
 
 # ---------------------------------------------------------------- the ozz chain (without IK) on tiles
@@ -288,8 +354,10 @@ def blend_tile(a, b, coef, alpha, alpha_vel, out):
 
 @njit(cache=True)
 def chain_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, loop, times, rate, coef, alpha,
-                parents, out):
+                alpha_vel, parents, out):
     """Sample a and b at ``times`` (one per character), blend at ``alpha``, FK: ``out`` (tiles, J * JOINT).
+
+    ``coef``, ``alpha``, ``alpha_vel``: as ``blend_tile`` takes them (``slerp_coefficients``, ``lane_weights``).
 
     One tile goes through every op before the next starts, so its intermediates (one tile
     each, reused) stay in cache.
@@ -302,21 +370,21 @@ def chain_tiles(tab_a, frames_a, dt_a, unit_a, tab_b, frames_b, dt_b, unit_b, lo
         lane_times = times[t * LANES:(t + 1) * LANES]
         sample_linear_tile(tab_a, frames_a, dt_a, loop, unit_a, lane_times, rate, ta, rows, sv, keys)
         sample_linear_tile(tab_b, frames_b, dt_b, loop, unit_b, lane_times, rate, tb, rows, sv, keys)
-        blend_tile(ta, tb, coef, alpha, 0.0, mixed)
+        blend_tile(ta, tb, coef, alpha, alpha_vel, mixed)
         fk_tile(mixed, parents, out[t], parent)
 
 
 # ---------------------------------------------------------------- batch wrappers (pack, run every tile, unpack)
 
 
-def sample_linear(clip, times, loop=False, rate=1.0):
-    """``ops.sample(clip, times, 'linear', loop, rate)`` through ``sample_linear_tile``: Pose (B, J, ...) float32."""
+def sample_linear(clip, ktab, times, loop=False, rate=1.0):
+    """``ops.sample(clip, times, "linear", loop, rate)`` through ``sample_linear_tile`` (``ktab``: ``lane_key_table``'s): Pose (B, J, ...) float32."""
     from animgraph.lanes import tile_count, unpack_tiles
 
     times = np.asarray(times, np.float64).reshape(-1)
     batch = times.shape[0]
     padded = np.concatenate([times, np.repeat(times[-1:], tile_count(batch) * LANES - batch)])  # a valid time
-    table, unit = lane_key_table(clip)
+    table, unit = lane_key_table(clip, ktab)
     out = np.empty((tile_count(batch), len(clip.skeleton) * JOINT), np.float32)
     for t in range(out.shape[0]):
         sample_linear_tile(table, clip.frames, clip.dt, bool(loop), unit, padded[t * LANES:(t + 1) * LANES],
@@ -331,6 +399,7 @@ def blend(a, b, alpha, alpha_vel=0.0):
     ta, tb = pack_tiles(a), pack_tiles(b)
     out = np.empty_like(ta)
     coef = slerp_coefficients(alpha)
+    alpha, alpha_vel = lane_weights(alpha, alpha_vel)
     for t in range(out.shape[0]):
         blend_tile(ta[t], tb[t], coef, alpha, alpha_vel, out[t])
     return unpack_tiles(out, a.batch[0])

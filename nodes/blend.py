@@ -13,14 +13,17 @@ sin/cos pair for ``exp(α d)`` and ``J(α d)``; unit scales skip log/exp, ``α' 
 
 from typing import Literal
 
+import numpy as np
 from numba import njit
 from pydantic import Field
 
 from animgraph.kernels import weight_input
+from animgraph.lanes import LANES, tile_slot
+from animgraph.lanes_ops import NCOEF, blend_tile as blend_lanes, fill_coefficients
 from animgraph.maths import blend_kform, load_kform, store_kform
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
-from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
+from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose
 from animgraph.stencil import stencil
 
@@ -58,7 +61,24 @@ def blend_node(ins, outs, par, st, pose, sig, db, dt):
     blend_kernel(slot(pose, ins[IN.a]), slot(pose, ins[IN.b]), alpha, alpha_vel, slot(pose, outs[OUT.pose]))
 
 
-@register(blend_node)
+@njit(cache=True)
+def blend_tile(ins, outs, par, st, tile, sig, db, dt):
+    """The executor's call on a lane tile: each lane's own weight (``animgraph.lanes_ops.blend_tile``, float32)."""
+    if par[PAR.motion_size] > 0.0:
+        return False  # root-motion blocks: a few numbers, lane by lane
+    joints = db[DB_PARENTS].shape[0]
+    alpha, alpha_vel = np.empty(LANES, np.float32), np.empty(LANES, np.float32)
+    coef = np.empty(5 * NCOEF * LANES, np.float32)
+    for lane in range(LANES):
+        w, dw = weight_input(sig[lane], ins[IN.alpha], par[PAR.alpha])
+        alpha[lane], alpha_vel[lane] = w, dw
+        fill_coefficients(w, coef, lane)
+    blend_lanes(tile_slot(tile, ins[IN.a], joints), tile_slot(tile, ins[IN.b], joints), coef, alpha, alpha_vel,
+                tile_slot(tile, outs[OUT.pose], joints))
+    return True
+
+
+@register(blend_node, tile=blend_tile)
 class Blend(Node):
     """Cross-fade two poses of the same space (or two root motions); the weight's rate adds its own velocity."""
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 from numba import njit
 
+from animgraph.lanes import fk_tile as fk_lanes, tile_slot
 from animgraph.maths import kmul, load_kform, store_kform
 from animgraph.node import DB_PARENTS, Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, parents_arg, pose_arg
@@ -35,7 +36,16 @@ def fk_node(ins, outs, par, st, pose, sig, db, dt):
     fk_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], slot(pose, outs[OUT.pose]))
 
 
-@register(fk_node)
+@njit(cache=True)
+def fk_tile(ins, outs, par, st, tile, sig, db, dt):
+    """The executor's call on a lane tile (``animgraph.lanes.fk_tile``, float32)."""
+    parents = db[DB_PARENTS]
+    joints = parents.shape[0]
+    fk_lanes(tile_slot(tile, ins[IN.pose], joints), parents, tile_slot(tile, outs[OUT.pose], joints))
+    return True
+
+
+@register(fk_node, tile=fk_tile)
 class FK(Node):
     """Local pose to global (model-space) pose."""
 

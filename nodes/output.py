@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from animgraph.kernels import copy_pose, read3, write3
+from animgraph.lanes import tile_slot
 from animgraph.maths import body_step, kmul, load_kform, qmul, qnormalize, qrot, store_kform, vadd, vscale
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 
@@ -142,7 +143,24 @@ def integrate_motion(st, vel, ang, dt):
     st[ST.has_last] = 1.0
 
 
-@register(output_node)
+@njit(cache=True)
+def output_tile(ins, outs, par, st, tile, sig, db, dt):
+    """The executor's call on a lane tile: a copy of the pose when every lane's placement is the identity at rest
+    (no root motion, no linked placement, no teleport); otherwise lane by lane."""
+    if par[POSE_PAR.mode] != POSE or ins[IN.motion] >= 0 or ins[IN.position] >= 0 or ins[IN.rotation] >= 0:
+        return False
+    for lane in range(st.shape[0]):
+        pos, rot = placement(st[lane])
+        if not is_identity((pos, rot, ONE, ZERO, ZERO, ZERO)):
+            return False
+    joints = db[DB_PARENTS].shape[0]
+    src, dst = tile_slot(tile, ins[IN.pose], joints), tile_slot(tile, outs[OUT.pose], joints)
+    for i in range(dst.shape[0]):
+        dst[i] = src[i]
+    return True
+
+
+@register(output_node, tile=output_tile)
 class Output(Node):
     """A graph output, returned by ``Instance.step`` under the node id; a pose output holds the world placement."""
 

@@ -66,11 +66,14 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
-from animgraph.kernels import get3, put3
+from animgraph.kernels import get3, put3, segment
+from animgraph.lanes import LANES, tile_slot
+from animgraph.lanes_ops import sample_clip_tile
 from animgraph.limits import RATE_MAX, TIME_MAX
 from animgraph.node import (
     DB_POS,
     DB_ROT,
+    DB_PARENTS,
     DB_SCL,
     ClipTable,
     Node,
@@ -109,37 +112,6 @@ IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # The clip's frames in the graph's frame array, its frame time (s), and the flags and rate of the fields.
 PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, rate=1, root_motion=1, contacts=1)
 ST = fields("SampleSt", clock=1)  # the own clock (s)
-
-
-@njit(cache=True)
-def segment(t, frames, key_dt, loop, rate):
-    """Key index k, fraction s in [0, 1] and whether the clip moves at time ``t`` (s).
-
-    On a key the segment is chosen in the direction of play, so the velocity is the
-    derivative along the playing direction; a clamped clip at or past an end does not move.
-    """
-    u = t / key_dt
-    if frames == 1:
-        return 0, 0.0, False
-    if loop:
-        u = u - frames * math.floor(u / frames)
-        if not 0.0 <= u < frames:  # rounding of a tiny negative time, or a time too large to wrap exactly
-            u = 0.0
-        k = min(int(math.floor(u)), frames - 1)
-        s = u - k
-        if s == 0.0 and rate < 0.0:
-            return (k - 1) % frames, 1.0, True
-        return k, s, True
-    last = frames - 1
-    if u <= 0.0:
-        return 0, 0.0, u == 0.0 and rate > 0.0
-    if u >= last:
-        return last - 1, 1.0, u == last and rate < 0.0
-    k = min(int(math.floor(u)), last - 1)
-    s = u - k
-    if s == 0.0 and rate < 0.0:
-        return k - 1, 1.0, True
-    return k, s, True
 
 
 @njit(cache=True)
@@ -510,7 +482,45 @@ def sample_node(ins, outs, par, st, pose, sig, db, dt):
         st[ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
 
 
-@register(sample_node)
+@njit(cache=True)
+def lane_clock(ins, par, st, sig):
+    """Sampling time (s) and rate of one lane: ``sample_node``'s choice between the time port and the own clock."""
+    if ins[IN.time] >= 0:
+        t, rate = sig[ins[IN.time]], sig[ins[IN.time] + 1]
+        if not (math.isfinite(t) and math.isfinite(rate)):
+            return 0.0, 0.0
+        return t, rate
+    rate = sig[ins[IN.rate]] if ins[IN.rate] >= 0 else par[PAR.rate]
+    return st[ST.clock], rate if math.isfinite(rate) else 0.0
+
+
+@njit(cache=True)
+def sample_tile(ins, outs, par, st, tile, sig, db, dt):
+    """The executor's call on a lane tile: linear mode from the key table (``lanes_ops.sample_clip_tile``,
+    float32); cubic mode runs lane by lane."""
+    if len(db) <= KEYS or par[PAR.cubic] > 0.5:  # len(db): a constant when numba compiles
+        return False
+    start, frames, key_dt = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt]
+    loop, root_motion = par[PAR.loop] > 0.5, par[PAR.root_motion] > 0.5
+    times, rates = np.empty(LANES), np.empty(LANES)
+    for lane in range(LANES):
+        times[lane], rates[lane] = lane_clock(ins, par, st[lane], sig[lane])
+    out = tile_slot(tile, outs[OUT.pose], db[DB_PARENTS].shape[0])
+    sample_clip_tile(db[DB_POS], db[KEYS], db[UNIT_SCALE][start] > 0.5, start, frames, key_dt, loop, times, rates,
+                     out)
+    for lane in range(LANES):
+        t, rate, s = times[lane], rates[lane], sig[lane]
+        if root_motion:
+            put_motion(s, outs[OUT.motion], db, start, frames, key_dt, t, rate, False, loop)
+        if par[PAR.contacts] > 0.5:
+            c = 2 if root_motion else 1  # the contact ports follow the optional motion port
+            put_contacts(s, outs[c], outs[c + 1], db, start, frames, key_dt, t, loop)
+        if ins[IN.time] < 0:
+            st[lane, ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
+    return True
+
+
+@register(sample_node, tile=sample_tile)
 class Sample(Node):
     """Play a clip: its local pose with exact velocities, on its own clock or at a given time."""
 

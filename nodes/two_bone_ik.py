@@ -7,6 +7,7 @@ there), weighted by ``weight`` with its rate.
 
 from typing import Literal
 
+import numpy as np
 from numba import njit
 from pydantic import Field, field_validator
 
@@ -14,6 +15,8 @@ from animgraph.args import check_axis, check_chain, joint_index, per_item, skele
 from animgraph.errors import GraphError
 from animgraph.ik import apply_two_bone
 from animgraph.kernels import copy_pose
+from animgraph.lanes import JOINT, LANES, ROT, SCL, tile_slot
+from animgraph.lanes_ik import SOLVED, two_bone_ik_tile as two_bone_lanes
 from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import DB_PARENTS, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number
@@ -58,7 +61,53 @@ def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
     )
 
 
-@register(two_bone_ik_node)
+@njit(cache=True)
+def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
+    """The executor's call on a lane tile (``animgraph.lanes_ik.two_bone_ik_tile``, float32) when every lane's
+    weight is 1 at rate 0; otherwise lane by lane."""
+    t = ins[IN.target]
+    tpos, tvel = np.empty(3 * LANES, np.float32), np.empty(3 * LANES, np.float32)
+    for lane in range(LANES):
+        s = sig[lane]
+        w, dw = par[PAR.weight], 0.0
+        if ins[IN.weight] >= 0:
+            w, dw = s[ins[IN.weight]], s[ins[IN.weight] + 1]
+        if w != 1.0 or dw != 0.0:
+            return False
+        for c in range(3):
+            tpos[c * LANES + lane], tvel[c * LANES + lane] = s[t + c], s[t + 3 + c]
+    parents = db[DB_PARENTS]
+    joints = parents.shape[0]
+    ja, jb, jc = int(par[PAR.root]), int(par[PAR.mid]), int(par[PAR.end])
+    # The path from a root joint down to the end joint, and where root and mid lie on it.
+    n, j = 0, jc
+    while j >= 0:
+        n, j = n + 1, parents[j]
+    path = np.empty(n, np.int64)
+    j = jc
+    for i in range(n - 1, -1, -1):
+        path[i], j = j, parents[j]
+    ia, ib = 0, 0
+    for i in range(n):
+        if path[i] == ja:
+            ia = i
+        if path[i] == jb:
+            ib = i
+    glob = np.zeros((n + 1) * JOINT, np.float32)
+    for i in range(LANES):  # joint 0 of glob: the identity kineform (rot w and scale 1)
+        glob[ROT * LANES + i] = 1.0
+        for c in range(3):
+            glob[(SCL + c) * LANES + i] = 1.0
+    hinge = np.empty(3, np.float32)
+    for c in range(3):
+        hinge[c] = par[PAR.hinge + c]
+    two_bone_lanes(tile_slot(tile, ins[IN.pose], joints), path, ia, ib, n - 1, hinge, tpos, tvel,
+                   tile_slot(tile, outs[OUT.pose], joints), glob, np.empty(JOINT, np.float32),
+                   np.empty(SOLVED * LANES, np.float32))
+    return True
+
+
+@register(two_bone_ik_node, tile=two_bone_ik_tile)
 class TwoBoneIK(Node):
     """Analytic two-joint IK: rotates ``root`` and ``mid`` so ``end`` reaches the target (model space)."""
 

@@ -12,6 +12,7 @@ from llvmlite import binding
 import animgraph as ag
 from animgraph import lanes, lanes_ik, lanes_ops
 from animgraph.bench import LEGS, chain_assets
+from animgraph.nodes.sample import key_table
 from animgraph.pose import FIELDS
 from test_kform import random_kforms
 
@@ -134,7 +135,7 @@ def test_sample_linear_tile_equals_ops_sample(batch, loop, rate):
         times = np.random.default_rng(batch).uniform(-0.2, clip.duration + 0.2, batch)
         times[0] = clip.dt * 3  # on a key: the segment in the direction of play
         want = ag.ops.sample(clip, times, "linear", loop=loop, rate=rate)
-        assert_pose_close(lanes_ops.sample_linear(clip, times, loop, rate), want)
+        assert_pose_close(lanes_ops.sample_linear(clip, key_table(clip)[0], times, loop, rate), want)
 
 
 @pytest.mark.parametrize("batch", (1, 16, 17, 100))
@@ -159,12 +160,13 @@ def test_chain_tiles_equals_ops():
     skel, clips = chain_assets()
     batch = 17
     times = np.random.default_rng(4).uniform(0.0, 4.0, lanes.tile_count(batch) * lanes.LANES)
-    tab_a, unit_a = lanes_ops.lane_key_table(clips["a"])
-    tab_b, unit_b = lanes_ops.lane_key_table(clips["b"])
+    tab_a, unit_a = lanes_ops.lane_key_table(clips["a"], key_table(clips["a"])[0])
+    tab_b, unit_b = lanes_ops.lane_key_table(clips["b"], key_table(clips["b"])[0])
     out = np.empty((lanes.tile_count(batch), len(skel) * lanes.JOINT), np.float32)
     a, b = clips["a"], clips["b"]
     lanes_ops.chain_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
-                          lanes_ops.slerp_coefficients(0.7), 0.7, skel.parents.astype(np.int64), out)
+                          lanes_ops.slerp_coefficients(0.7), *lanes_ops.lane_weights(0.7), skel.parents.astype(np.int64),
+                          out)
     t = times[:batch]
     want = ag.ops.fk(ag.ops.blend(ag.ops.sample(a, t, "linear", loop=True), ag.ops.sample(b, t, "linear", loop=True),
                                   0.7), skel.parents)
@@ -173,7 +175,7 @@ def test_chain_tiles_equals_ops():
 
 def test_lane_ops_compile_to_packed_float32_simd():
     _, walk = ag.data.load("walk")
-    table, unit = lanes_ops.lane_key_table(walk)
+    table, unit = lanes_ops.lane_key_table(walk, key_table(walk)[0])
     tile = np.empty(len(walk.skeleton) * lanes.JOINT, np.float32)
     assert_packed(packed_ops(lanes_ops.sample_linear_tile, table, walk.frames, walk.dt, True, unit,
                              np.linspace(0.0, 1.0, lanes.LANES), 1.0, tile, np.empty(lanes.LANES, np.int64),
@@ -182,8 +184,8 @@ def test_lane_ops_compile_to_packed_float32_simd():
     _, a = walk_batch(16)
     _, b = walk_batch(16, seed=1)
     ta, tb = lanes.pack_tiles(a)[0], lanes.pack_tiles(b)[0]
-    assert_packed(packed_ops(lanes_ops.blend_tile, ta, tb, lanes_ops.slerp_coefficients(0.7), 0.7, 0.0,
-                             np.empty_like(ta)))
+    assert_packed(packed_ops(lanes_ops.blend_tile, ta, tb, lanes_ops.slerp_coefficients(0.7),
+                             *lanes_ops.lane_weights(0.7), np.empty_like(ta)))
 
 
 @pytest.mark.parametrize("batch", (1, 16, 17, 100))
@@ -204,14 +206,15 @@ def test_chain_ik_tiles_equals_ops():
     batch = 17
     times = np.random.default_rng(5).uniform(0.0, 4.0, lanes.tile_count(batch) * lanes.LANES)
     a, b = clips["a"], clips["b"]
-    tab_a, unit_a = lanes_ops.lane_key_table(a)
-    tab_b, unit_b = lanes_ops.lane_key_table(b)
+    tab_a, unit_a = lanes_ops.lane_key_table(a, key_table(a)[0])
+    tab_b, unit_b = lanes_ops.lane_key_table(b, key_table(b)[0])
     legs = [lanes_ik.ik_leg(skel.parents, tuple(skel.index(j) for j in leg)) for leg in LEGS]
     target_pos = [(0.09, 0.15, 0.1), (-0.09, 0.15, 0.1)]
     targets = np.concatenate([lanes_ik.lane_targets(v, lanes.LANES) for p in target_pos for v in (p, (0.0, 0.0, 0.0))])
     out = np.empty((lanes.tile_count(batch), len(skel) * lanes.JOINT), np.float32)
     lanes_ik.chain_ik_tiles(tab_a, a.frames, a.dt, unit_a, tab_b, b.frames, b.dt, unit_b, True, times, 1.0,
-                            lanes_ops.slerp_coefficients(0.7), 0.7, skel.parents.astype(np.int64), legs[0], legs[1],
+                            lanes_ops.slerp_coefficients(0.7), *lanes_ops.lane_weights(0.7),
+                            skel.parents.astype(np.int64), legs[0], legs[1],
                             np.array([1.0, 0.0, 0.0], np.float32), targets, out)
     t = times[:batch]
     pose = ag.ops.blend(ag.ops.sample(a, t, "linear", loop=True), ag.ops.sample(b, t, "linear", loop=True), 0.7)
