@@ -129,7 +129,7 @@ def source(names):
         "from animgraph.executor import clip_db",
         "",
     ]
-    lines.append("from animgraph.lanes import LANES, pack_lane, unpack_lane")
+    lines.append("from animgraph.lanes import LANES, pack_lane, unpack_lane, unpack_slot")
     for i, name in enumerate(names):
         module, attr = _kernel_ref(name)
         lines.append(f"from {module} import {attr} as k{i}  # {name}")
@@ -227,7 +227,7 @@ def _tiles_source(names, own, dbs, args):
         "                pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
         "                for k in range(a0, a1):",
         "                    if pose_io[k] and table[io_at + k] >= 0:",
-        "                        unpack_lane(tile, table[io_at + k], lane, pose)",
+        "                        unpack_lane(tile, table[io_at + k], lane, v, rots[c])",
         "                s = chars[c, 0:n_sig]",
         "                x = chars[c, s0:s1]",
     ]
@@ -238,12 +238,9 @@ def _tiles_source(names, own, dbs, args):
     lines += [
         "                for k in range(a1, a2):",
         "                    if pose_io[k]:",
-        "                        pack_lane(pose, table[io_at + k], lane, tile)",
-        "        for lane in range(LANES):",
-        "            v = vecs[c0 + lane]",
-        "            pose = (v[0], rots[c0 + lane], v[1], v[2], v[3], v[4])",
-        "            for k in range(keep.shape[0]):",
-        "                unpack_lane(tile, keep[k], lane, pose)",
+        "                        pack_lane(v, rots[c], table[io_at + k], lane, tile)",
+        "        for k in range(keep.shape[0]):",
+        "            unpack_slot(tile, keep[k], c0, vecs, rots)",
         "",
     ]
     return lines

@@ -234,32 +234,60 @@ def tile_slot(tile, slot, joints):
     return tile[slot * size:(slot + 1) * size]
 
 
+# The executor's per-character slots: ``vecs[c]`` (5, S, J, 3) holds pos, scl, vel, ang, svl; ``rots[c]`` (S, J, 4).
+VEC_CHANNELS = (POS, SCL, VEL, ANG, SVL)
+
+
 @njit(cache=True)
-def unpack_lane(tile, slot, lane, pose):
-    """Copy lane ``lane`` of tile pose slot ``slot`` into slot ``slot`` of ``pose`` (a kernel's pose tuple)."""
-    joints = pose[0].shape[1]
+def unpack_lane(tile, slot, lane, vecs, rots):
+    """Copy lane ``lane`` of tile pose slot ``slot`` into slot ``slot`` of one character's ``vecs`` and ``rots``."""
+    joints = rots.shape[1]
     src = tile_slot(tile, slot, joints)
     for j in range(joints):
         at = j * JOINT + lane
-        for f in range(6):
-            a = pose[f][slot, j]
-            first = (POS, ROT, SCL, VEL, ANG, SVL)[f]
-            for c in range(a.shape[0]):
-                a[c] = src[at + (first + c) * LANES]
+        for f in range(5):
+            first = VEC_CHANNELS[f]
+            for c in range(3):
+                vecs[f, slot, j, c] = src[at + (first + c) * LANES]
+        for c in range(4):
+            rots[slot, j, c] = src[at + (ROT + c) * LANES]
 
 
 @njit(cache=True)
-def pack_lane(pose, slot, lane, tile):
-    """Copy slot ``slot`` of ``pose`` (a kernel's pose tuple) into lane ``lane`` of the tile's pose slot ``slot``."""
-    joints = pose[0].shape[1]
+def unpack_slot(tile, slot, c0, vecs, rots):
+    """``unpack_lane`` for every lane: characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots`` (whole batches).
+
+    Joint by joint and channel by channel, so the tile is read in order, one SIMD row at a time.
+    """
+    joints = rots.shape[2]
+    src = tile_slot(tile, slot, joints)
+    for j in range(joints):
+        at = j * JOINT
+        for f in range(5):
+            first = VEC_CHANNELS[f]
+            for c in range(3):
+                row = at + (first + c) * LANES
+                for lane in range(LANES):
+                    vecs[c0 + lane, f, slot, j, c] = src[row + lane]
+        for c in range(4):
+            row = at + (ROT + c) * LANES
+            for lane in range(LANES):
+                rots[c0 + lane, slot, j, c] = src[row + lane]
+
+
+@njit(cache=True)
+def pack_lane(vecs, rots, slot, lane, tile):
+    """Copy slot ``slot`` of one character's ``vecs`` and ``rots`` into lane ``lane`` of the tile's pose slot ``slot``."""
+    joints = rots.shape[1]
     dst = tile_slot(tile, slot, joints)
     for j in range(joints):
         at = j * JOINT + lane
-        for f in range(6):
-            a = pose[f][slot, j]
-            first = (POS, ROT, SCL, VEL, ANG, SVL)[f]
-            for c in range(a.shape[0]):
-                dst[at + (first + c) * LANES] = a[c]
+        for f in range(5):
+            first = VEC_CHANNELS[f]
+            for c in range(3):
+                dst[at + (first + c) * LANES] = vecs[f, slot, j, c]
+        for c in range(4):
+            dst[at + (ROT + c) * LANES] = rots[slot, j, c]
 
 
 def identity_tiles(tiles, slots, joints):

@@ -1,0 +1,182 @@
+"""The lane executor (``executor.run_tiles``): tiles of ``lanes.LANES`` characters, op by op.
+
+It must give what the per-character executor gives: every shipped graph, batch 19 (one full
+tile and one padded), 600 frames with per-character inputs changing under it, within 1e-5
+(m, rad, and the same for signals); velocities within 1e-5 of their scale (float32 lane
+maths against float64 scalar maths).  Op types without a tile kernel, and tile kernels that
+decline a tile (a weight other than 1, cubic sampling), run lane by lane on slots copied out
+of the tile, which is bit-identical.  Padded lanes are never output; characters stay independent.
+"""
+
+import numpy as np
+import pytest
+
+import animgraph as ag
+from animgraph import graphs, lanes
+from animgraph.bench import LEGS, chain_assets, chain_graph
+from animgraph.graph import Graph
+from animgraph.runtime import compile as compile_graph
+
+B = 19  # one full tile and one with 13 padded lanes
+FIELDS = ("pos", "rot", "scl", "vel", "ang", "svl")
+RATES = ("vel", "ang", "svl")
+
+
+def random_inputs(plan, rng):
+    """Per-character values for every scalar, bool and vec3 input of ``plan``, within the input's bounds."""
+    out = {}
+    for nid, (_, kind) in plan.inputs.items():
+        node = plan.nodes[nid]
+        if kind in ("scalar", "vec3"):
+            low, high = node.bounds()
+            low, high = max(low, -1.0), min(high, 1.0)
+            out[nid] = rng.uniform(low, high, size=(plan.batch,) if kind == "scalar" else (plan.batch, 3))
+        elif kind == "bool":
+            out[nid] = rng.integers(0, 2, size=plan.batch).astype(float)
+    return out
+
+
+def compare(want, got, scale):
+    """Largest difference of two step outputs: (values, rates relative to ``scale``)."""
+    values = rates = 0.0
+    for key, a in want.items():
+        b = got[key]
+        if isinstance(a, ag.Pose):
+            for f in FIELDS:
+                d = float(np.abs(getattr(a, f) - getattr(b, f)).max())
+                if f in RATES:
+                    rates = max(rates, d / max(1.0, float(np.abs(getattr(a, f)).max()), scale))
+                else:
+                    values = max(values, d)
+        else:
+            values = max(values, float(np.abs(a - b).max()))
+    return values, rates
+
+
+def run_both(plan, frames, seed, every=50):
+    """Step a per-character and a lane instance of ``plan`` alike; the largest differences seen."""
+    chars, tiles = plan.instance(lanes=False), plan.instance(lanes=True)
+    assert tiles.lanes and not chars.lanes
+    rng = np.random.default_rng(seed)
+    worst = (0.0, 0.0)
+    for f in range(frames):
+        inputs = random_inputs(plan, rng) if f % every == 0 else None
+        dt = float(rng.choice([1 / 60, 1 / 30, 0.004]))
+        want, got = chars.step(dt, inputs), tiles.step(dt, inputs)
+        worst = tuple(max(w, d) for w, d in zip(worst, compare(want, got, 1.0)))
+    return worst
+
+
+@pytest.mark.parametrize("name", graphs.names())
+def test_shipped_graph_on_lanes_equals_per_character(name):
+    values, rates = run_both(compile_graph(graphs.path(name), batch=B), 600, seed=len(name))
+    assert values <= 1e-5 and rates <= 1e-5, (values, rates)
+
+
+def test_chain_on_lanes_equals_per_character():
+    # Every op of the ozz chain has a tile kernel: float32 lane maths against the float64 kernels.
+    skel, clips = chain_assets()
+    values, rates = run_both(compile_graph(chain_graph(), batch=B, assets=clips), 200, seed=1)
+    assert values <= 1e-5 and rates <= 1e-4, (values, rates)
+
+
+def weighted_chain():
+    """The chain with the left leg's IK weight an input (1 on some tiles, mixed on others)."""
+    d = chain_graph().to_dict()
+    d["nodes"].append({"id": "w", "type": "input", "signal": "scalar", "default": 1.0, "min": 0.0, "max": 1.0})
+    d["links"].append(["w.value", "left_ik.weight"])
+    return Graph.from_dict(d)
+
+
+def test_tile_kernel_declines_a_mixed_tile():
+    skel, clips = chain_assets()
+    plan = compile_graph(weighted_chain(), batch=40, assets=clips)
+    chars, tiles = plan.instance(lanes=False), plan.instance(lanes=True)
+    w = np.ones(40)
+    w[20] = 0.5  # the second tile runs lane by lane, the first and third on tiles
+    for _ in range(30):
+        want, got = chars.step(1 / 60, {"w": w}), tiles.step(1 / 60, {"w": w})
+    values, rates = compare(want, got, 1.0)
+    assert values <= 1e-5 and rates <= 1e-4
+    assert not np.allclose(got["out"].pos[20], got["out"].pos[0], atol=1e-3)  # the half weight took effect
+
+
+def test_padded_lanes_are_never_output_and_characters_are_independent():
+    skel, clips = chain_assets()
+    plan = compile_graph(weighted_chain(), batch=17, assets=clips)
+    alone, ref = plan.instance(lanes=True), plan.instance(lanes=True)
+    w = np.ones(17)
+    w[16] = 0.0  # the last character, alone in its tile with 15 padded lanes
+    for _ in range(3):
+        got, same = alone.step(1 / 60, {"w": w})["out"], ref.step(1 / 60)["out"]
+    assert got.pos.shape == (17, len(skel), 3)
+    np.testing.assert_array_equal(got.pos[:16], same.pos[:16])
+    assert not np.allclose(got.pos[16], same.pos[16], atol=1e-4)
+    assert np.all(np.isfinite(got.pos))
+
+
+def test_state_reset_and_teleport_on_lanes():
+    plan = compile_graph(graphs.path("locomotion"), batch=B)
+    inst, ref = plan.instance(lanes=True), plan.instance(lanes=False)
+    for i in (inst, ref):
+        for _ in range(20):
+            i.step(1 / 60)
+    saved = inst.save_state()
+    first = [inst.step(1 / 60)["out"].copy() for _ in range(10)][-1]
+    inst.load_state(saved)
+    again = [inst.step(1 / 60)["out"].copy() for _ in range(10)][-1]
+    np.testing.assert_array_equal(first.pos, again.pos)
+    for _ in range(10):
+        ref.step(1 / 60)
+    for i in (inst, ref):
+        i.reset(0.5, characters=[3, 18])
+        i.teleport((1.0, 0.0, 2.0), characters=[18])
+    for _ in range(5):
+        a, b = ref.step(1 / 60)["out"], inst.step(1 / 60)["out"]
+    assert compare({"o": a}, {"o": b}, 1.0)[0] <= 1e-5
+
+
+def test_debug_plan_ports_on_lanes():
+    skel, clips = chain_assets()
+    plan = compile_graph(chain_graph(), batch=B, assets=clips, reuse_slots=False)
+    chars, tiles = plan.instance(lanes=False), plan.instance(lanes=True)
+    for _ in range(3):
+        chars.step(1 / 60)
+        tiles.step(1 / 60)
+    for node in ("a", "mix", "left_ik", "fk"):
+        want, got = chars.port(node, "pose"), tiles.port(node, "pose")
+        np.testing.assert_allclose(got.pos, want.pos, atol=1e-5)
+
+
+def test_lanes_follow_batch_and_environment(monkeypatch):
+    skel, clips = chain_assets()
+    assert not compile_graph(chain_graph(), batch=lanes.LANES - 1, assets=clips).instance().lanes
+    plan = compile_graph(chain_graph(), batch=lanes.LANES, assets=clips)
+    assert plan.instance().lanes
+    assert not plan.instance(parallel=False).lanes
+    monkeypatch.setenv("ANIMGRAPH_LANES", "0")
+    assert not plan.instance().lanes
+
+
+def test_every_leg_of_the_chain_has_a_tile_kernel():
+    # The chain's op types run on tiles (none falls back lane by lane): what the benchmark measures.
+    from animgraph.node import REGISTRY
+
+    types = {n["type"] for n in chain_graph().to_dict()["nodes"]} - {"constant"}
+    assert all(REGISTRY[t].TILE_KERNEL is not None for t in types), types
+    assert LEGS
+
+
+def test_sample_tile_compiles_to_packed_float32_simd():
+    # The executor's linear sample reads the graph's clip database (not a lane key table): still packed.
+    from test_lanes import assert_packed, packed_ops
+
+    from animgraph.lanes_ops import sample_clip_tile
+    from animgraph.nodes.sample import key_table
+
+    _, walk = ag.data.load("walk")
+    ktab = key_table(walk)[0]
+    out = np.empty(len(walk.skeleton) * lanes.JOINT, np.float32)
+    assert_packed(packed_ops(sample_clip_tile, np.ascontiguousarray(walk.pos, np.float32), ktab, True, 0,
+                             walk.frames, walk.dt, True, np.linspace(0.0, 1.0, lanes.LANES), np.ones(lanes.LANES),
+                             out))
