@@ -15,8 +15,12 @@
    call, one thread, with boxed's pruning statistics (``search.boxed_counts``);
 6. ``lanes/fk65/1000``: FK alone over 1000 chain65 characters, one thread, in lane tiles
    (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character;
-7. ``lanes/chain65/1000``: the whole chain on lane tiles (``animgraph.lanes_ops``, ``animgraph.lanes_ik``),
-   one thread, µs per character, beside today's executor; both also without the IK.
+7. ``lanes/chain65/1000``: the whole chain on lane tiles (``animgraph.lanes_ops``, ``animgraph.lanes_ik``)
+   called directly, one thread, µs per character, beside the per-character executor
+   (``instance(lanes=False)``); both also without the IK.
+
+Batches of 16 and more run on the lane executor (``executor.run_tiles``); ``chain65/1000/per-character``
+is the same chain on the per-character executor, for the before/after.
 
 Every time is the median of repeated runs.  Nothing here asserts a time.
 """
@@ -230,16 +234,18 @@ def bench_chain(quick):
     results = []
     plans = {}
     reps = 3 if quick else 7
-    for batch, threads, steps in ((1, 1, 200 if quick else 2000), (1000, 1, 2 if quick else 10),
-                                  (1000, all_threads, 2 if quick else 10)):
+    for batch, threads, steps, lanes in ((1, 1, 200 if quick else 2000, None), (1000, 1, 2 if quick else 10, None),
+                                         (1000, all_threads, 2 if quick else 10, None),
+                                         (1000, 1, 2 if quick else 10, False)):
         numba.set_num_threads(threads)
         if batch not in plans:
             plans[batch] = compile_graph(graph, batch=batch, assets=clips)
         plan = plans[batch]
-        seconds = time_steps(plan.instance(), steps, reps)
-        name = f"chain65/{batch}" + ("/all-threads" if threads != 1 else "")
+        inst = plan.instance(lanes=lanes)
+        seconds = time_steps(inst, steps, reps)
+        name = f"chain65/{batch}" + ("/all-threads" if threads != 1 else "") + ("/per-character" if lanes is False else "")
         results.append(_result(name, seconds, batch, threads=threads, joints=len(skel), ops=len(plan.order),
-                               velocities=True))
+                               velocities=True, lanes=inst.lanes))
     numba.set_num_threads(all_threads)
 
     # (3) Python dispatch of the same chain, one character, and the executor's agreement with it.
@@ -589,9 +595,9 @@ def bench_lanes_chain(quick):
     try:
         seconds_no_ik = median_seconds(lambda: step(False), steps, reps)
         seconds = median_seconds(lambda: step(True), steps, reps)
-        today = time_steps(compile_graph(chain_graph(), batch=batch, assets=clips).instance(), steps, reps)
-        today_no_ik = time_steps(compile_graph(Graph.from_dict(no_ik), batch=batch, assets=clips).instance(), steps,
-                                 reps)
+        today = time_steps(compile_graph(chain_graph(), batch=batch, assets=clips).instance(lanes=False), steps, reps)
+        today_no_ik = time_steps(compile_graph(Graph.from_dict(no_ik), batch=batch, assets=clips).instance(lanes=False),
+                                 steps, reps)
     finally:
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     t = times[:batch]
@@ -607,8 +613,8 @@ def bench_lanes_chain(quick):
                     us_per_character=us, no_ik_us_per_character=us_no_ik, today_us_per_character=today_us,
                     today_no_ik_us_per_character=today_no_ik_us, max_abs_diff=diff,
                     note=f"sample a, sample b, blend, IK both legs, FK in tiles of {lanes.LANES}: {us:.2f} us per "
-                         f"character (today's chain65/1000 {today_us:.1f}); without IK {us_no_ik:.2f} "
-                         f"(today {today_no_ik_us:.1f}); max |difference| from ag.ops {diff:.2g}")]
+                         f"character (the per-character executor {today_us:.1f}); without IK {us_no_ik:.2f} "
+                         f"({today_no_ik_us:.1f}); max |difference| from ag.ops {diff:.2g}")]
 
 def run_all(quick=False, progress=None):
     """Every benchmark: {'machine': ..., 'results': [...]}; ``progress(text)`` is told what runs."""

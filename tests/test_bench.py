@@ -16,8 +16,8 @@ def test_bench_json_structure(capsys):
     for key in ("cores", "cpu", "numba", "threading_layer", "numba_threads"):
         assert key in machine
     results = {r["name"]: r for r in data["results"]}
-    expected = {"chain65/1", "chain65/1000", "chain65/1000/all-threads", "dispatch/chain65/python",
-                "step/overhead", "step/overhead+input", "startup/warm", "lanes/fk65/1000", "lanes/chain65/1000",
+    expected = {"chain65/1", "chain65/1000", "chain65/1000/all-threads", "chain65/1000/per-character",
+                "dispatch/chain65/python", "step/overhead", "step/overhead+input", "startup/warm", "lanes/fk65/1000", "lanes/chain65/1000",
                 "mm/brute/53500", "mm/boxed/53500", "mm/scan/53500",
                 "mm/brute/bundled", "mm/boxed/bundled", "mm/scan/bundled"}
     expected |= {f"graph/{name}/{batch}" for name in graphs.names() for batch in (1, 64)}
@@ -32,6 +32,8 @@ def test_bench_json_structure(capsys):
             assert r["batch"] >= 1 and math.isclose(r["us_per_step"] * 1e3 / r["batch"], r["ns_per_character"])
     assert results["chain65/1"]["threads"] == 1 and results["chain65/1000"]["threads"] == 1
     assert results["chain65/1000"]["batch"] == 1000 and results["chain65/1"]["joints"] == 65
+    assert results["chain65/1000"]["lanes"] and not results["chain65/1000/per-character"]["lanes"]
+    assert not results["chain65/1"]["lanes"]
     lane = results["lanes/fk65/1000"]
     assert lane["threads"] == 1 and lane["joints"] == 65 and lane["lanes"] == 16
     assert lane["ns_per_joint"] > 0 and lane["today_ns_per_joint"] > 0 and lane["max_abs_diff"] < 1e-3
