@@ -202,3 +202,26 @@ def segment(t, frames, key_dt, loop, rate):
     if s == 0.0 and rate < 0.0:
         return k - 1, 1.0, True
     return k, s, True
+
+
+@njit(cache=True)
+def keys(k, frames, loop):
+    """Keys k-1, k, k+1, k+2 (wrapped or clamped) and the frame spans of the tangents at k and k+1."""
+    if loop:
+        return (k - 1) % frames, k, (k + 1) % frames, (k + 2) % frames, 2.0, 2.0
+    km = max(k - 1, 0)
+    k1 = min(k + 1, frames - 1)
+    k2 = min(k + 2, frames - 1)
+    return km, k, k1, k2, max(float(k1 - km), 1.0), max(float(k2 - k), 1.0)
+
+
+@njit(cache=True)
+def basis(s, cubic):
+    """Hermite weights of (x_k, m_k, x_k1, m_k1) at ``s`` and their derivatives d/ds."""
+    if not cubic:
+        return (1.0 - s, 0.0, s, 0.0), (-1.0, 0.0, 1.0, 0.0)
+    s2 = s * s
+    s3 = s2 * s
+    w = (2.0 * s3 - 3.0 * s2 + 1.0, s3 - 2.0 * s2 + s, 3.0 * s2 - 2.0 * s3, s3 - s2)
+    dw = (6.0 * s2 - 6.0 * s, 3.0 * s2 - 4.0 * s + 1.0, 6.0 * s - 6.0 * s2, 3.0 * s2 - 2.0 * s)
+    return w, dw

@@ -25,7 +25,7 @@ from numba import njit
 
 from animgraph.lanes import ANG, CONTRACT, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
     store_lane3, store_lane4, vadd, vscale
-from animgraph.kernels import segment
+from animgraph.kernels import basis, keys, segment
 
 F32 = np.float32
 ONE = F32(1.0)
@@ -36,6 +36,19 @@ TWO = F32(2.0)
 # Taylor coefficients of cos(x) and sin(x) / x in x^2, float32 so the Horner sums stay float32.
 COS = tuple(F32((-1.0) ** k / math.factorial(2 * k)) for k in range(8))
 SINC = tuple(F32((-1.0) ** k / math.factorial(2 * k + 1)) for k in range(8))
+
+# Jacobian series (left Jacobian of exp, ``maths.from_scaled_angle_axis_ang``): (1 - cos t) / t^2 and
+# (t - sin t) / t^3 in z = t^2, to degree 11: below float32 resolution for t <= 4 (cubic charts overshoot pi a little).
+JAC_A = tuple(F32((-1.0) ** k / math.factorial(2 * k + 2)) for k in range(12))
+JAC_B = tuple(F32((-1.0) ** k / math.factorial(2 * k + 3)) for k in range(12))
+
+# Cubic gather columns per lane: positions of keys k-1..k+2, the key table row k (rotation, r1, its two
+# chart tangents), log scales of keys k-1..k+2; then per-lane scalars: Hermite weights, their d/ds,
+# 1/spans, velocity scale, first/last (1.0: a clamped clip's end segment, one-sided rotation tangents).
+XM, X0, X1, X2, CQ, CR1, CM0, CM1, LM, L0, L1, L2 = 0, 3, 6, 9, 12, 16, 19, 22, 25, 28, 31, 34
+CKEY = 37
+SW, SDW, SSPAN, SV, SFIRST, SLAST = 0, 4, 8, 10, 11, 12
+SCALARS = 13
 
 # Lane key table columns, per key k and joint: pos_k, pos_k1 - pos_k, q_k, r1, log scl_k, log scl_k1 - log scl_k.
 KP, KDP, KQ, KR1, KLS, KDLS = 0, 3, 6, 10, 13, 16
@@ -119,6 +132,15 @@ def lane_weights(alpha, alpha_vel=0.0):
 def poly8(z, c):
     """``sum c[k] z^k``, k < 8, by Horner."""
     return ((((((c[7] * z + c[6]) * z + c[5]) * z + c[4]) * z + c[3]) * z + c[2]) * z + c[1]) * z + c[0]
+
+
+@njit(inline="always")
+def poly12(z, c):
+    """``sum c[k] z^k``, k < 12, by Horner."""
+    acc = c[11]
+    for k in range(10, -1, -1):
+        acc = acc * z + c[k]
+    return acc
 
 
 @njit(inline="always")
@@ -303,6 +325,114 @@ def sample_clip_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates
     for j in range(joints):
         gather_clip_keys(cpos, ktab, frames0, frames1, j, keys)
         linear_joint(keys, sv, unit, out, j * JOINT)
+
+
+@njit(inline="always")
+def lane_vec(buf, col, lane):
+    """vec3 of columns ``col..col+2`` of lane ``lane`` in a lane-minor scratch."""
+    return (buf[col * LANES + lane], buf[(col + 1) * LANES + lane], buf[(col + 2) * LANES + lane])
+
+
+@njit(inline="always")
+def hermite3(w0, w1, w2, w3, x0, m0, x1, m1):
+    """``w0 x0 + w1 m0 + w2 x1 + w3 m1`` for vec3s."""
+    return vadd(vadd(vscale(x0, w0), vscale(m0, w1)), vadd(vscale(x1, w2), vscale(m1, w3)))
+
+
+@njit(inline="always")
+def exp_ang(r, dr):
+    """``exp(r)`` (unit quaternion) and the left Jacobian times ``dr``: ``maths.from_scaled_angle_axis_ang``."""
+    z = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
+    a, b = poly12(z, JAC_A), poly12(z, JAC_B)
+    x = vcross3(r, dr)
+    ang = vadd(vadd(dr, vscale(x, a)), vscale(vcross3(r, x), b))
+    return qexp_half(vscale(r, HALF)), ang
+
+
+@njit(inline="always")
+def vcross3(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(inline="always")
+def cubic_joint(keys, sv, out, at):
+    """One joint of a cubic sample (positions, rotations) for every lane, from gathered ``keys`` and scalars ``sv``."""
+    for lane in range(LANES):
+        w0, w1, w2, w3 = sv[SW * LANES + lane], sv[(SW + 1) * LANES + lane], sv[(SW + 2) * LANES + lane], \
+            sv[(SW + 3) * LANES + lane]
+        d0, d1, d2, d3 = sv[SDW * LANES + lane], sv[(SDW + 1) * LANES + lane], sv[(SDW + 2) * LANES + lane], \
+            sv[(SDW + 3) * LANES + lane]
+        i0, i1, v = sv[SSPAN * LANES + lane], sv[(SSPAN + 1) * LANES + lane], sv[SV * LANES + lane]
+        first, last = sv[SFIRST * LANES + lane], sv[SLAST * LANES + lane]
+        xm, x0, x1, x2 = lane_vec(keys, XM, lane), lane_vec(keys, X0, lane), lane_vec(keys, X1, lane), \
+            lane_vec(keys, X2, lane)
+        m0, m1 = vscale(vsub(x1, xm), i0), vscale(vsub(x2, x0), i1)
+        store_lane3(out, at + POS * LANES + lane, hermite3(w0, w1, w2, w3, x0, m0, x1, m1))
+        store_lane3(out, at + VEL * LANES + lane, vscale(hermite3(d0, d1, d2, d3, x0, m0, x1, m1), v))
+        r1 = lane_vec(keys, CR1, lane)
+        t0, t1 = lane_vec(keys, CM0, lane), lane_vec(keys, CM1, lane)
+        t0 = vadd(t0, vscale(vsub(r1, t0), first))  # a select: r1 on a clamped clip's first segment
+        t1 = vadd(t1, vscale(vsub(r1, t1), last))
+        r = vadd(vadd(vscale(t0, w1), vscale(r1, w2)), vscale(t1, w3))
+        dr = vadd(vadd(vscale(t0, d1), vscale(r1, d2)), vscale(t1, d3))
+        e, ang = exp_ang(r, dr)
+        q0 = (keys[CQ * LANES + lane], keys[(CQ + 1) * LANES + lane], keys[(CQ + 2) * LANES + lane],
+              keys[(CQ + 3) * LANES + lane])
+        store_lane4(out, at + ROT * LANES + lane, qmul(e, q0))
+        store_lane3(out, at + ANG * LANES + lane, vscale(ang, v))
+
+
+@njit(cache=True, fastmath=CONTRACT)
+def sample_clip_cubic_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates, out):
+    """``sample_clip_tile`` in cubic mode (``ops.sample(..., 'cubic')``): Catmull-Rom positions and log scales,
+    rotations on the chart at key k with the key table's tangents, exact velocities."""
+    joints = out.shape[0] // JOINT
+    rows = np.empty(4 * LANES, np.int64)
+    sv, keys_ = np.empty(SCALARS * LANES, np.float32), np.empty(CKEY * LANES, np.float32)
+    for lane in range(LANES):
+        k, s, moving = segment(times[lane], frames, key_dt, loop, rates[lane])
+        km, k0, k1, k2, span0, span1 = keys(k, frames, loop)
+        w, dw = basis(s, True)
+        for i in range(4):
+            sv[(SW + i) * LANES + lane] = w[i]
+            sv[(SDW + i) * LANES + lane] = dw[i]
+        sv[SSPAN * LANES + lane], sv[(SSPAN + 1) * LANES + lane] = 1.0 / span0, 1.0 / span1
+        sv[SV * LANES + lane] = rates[lane] / key_dt if moving else 0.0
+        sv[SFIRST * LANES + lane] = 1.0 if not loop and k == 0 else 0.0
+        sv[SLAST * LANES + lane] = 1.0 if not loop and k == frames - 2 else 0.0
+        rows[lane], rows[LANES + lane], rows[2 * LANES + lane], rows[3 * LANES + lane] = \
+            start + km, start + k0, start + k1, start + k2
+    for j in range(joints):
+        for lane in range(LANES):  # the gathers, in a pass of their own (see ``gather_keys``)
+            for i in range(4):
+                f = rows[i * LANES + lane]
+                for c in range(3):
+                    keys_[(XM + 3 * i + c) * LANES + lane] = cpos[f, j, c]
+                    keys_[(LM + 3 * i + c) * LANES + lane] = ktab[f, j, 13 + c]
+            f = rows[LANES + lane]
+            for c in range(13):  # rotation, r1, m0, m1: the key table's first 13 columns
+                keys_[(CQ + c) * LANES + lane] = ktab[f, j, c]
+        at = j * JOINT
+        cubic_joint(keys_, sv, out, at)
+        if unit:
+            for i in range(3 * LANES):
+                out[at + SCL * LANES + i] = ONE
+                out[at + SVL * LANES + i] = ZERO
+        else:  # log scales on the same curve; math.exp keeps this loop scalar
+            for lane in range(LANES):
+                w0, w1, w2, w3 = sv[SW * LANES + lane], sv[(SW + 1) * LANES + lane], sv[(SW + 2) * LANES + lane], \
+                    sv[(SW + 3) * LANES + lane]
+                d0, d1, d2, d3 = sv[SDW * LANES + lane], sv[(SDW + 1) * LANES + lane], \
+                    sv[(SDW + 2) * LANES + lane], sv[(SDW + 3) * LANES + lane]
+                i0, i1 = sv[SSPAN * LANES + lane], sv[(SSPAN + 1) * LANES + lane]
+                lm, l0, l1, l2 = lane_vec(keys_, LM, lane), lane_vec(keys_, L0, lane), lane_vec(keys_, L1, lane), \
+                    lane_vec(keys_, L2, lane)
+                m0, m1 = vscale(vsub(l1, lm), i0), vscale(vsub(l2, l0), i1)
+                ls = hermite3(w0, w1, w2, w3, l0, m0, l1, m1)
+                dls = vscale(hermite3(d0, d1, d2, d3, l0, m0, l1, m1), sv[SV * LANES + lane])
+                for c in range(3):
+                    out[at + (SCL + c) * LANES + lane] = math.exp(ls[c])
+                    out[at + (SVL + c) * LANES + lane] = dls[c]
 
 
 @njit(inline="always")

@@ -13,7 +13,8 @@ from pydantic import Field, model_validator
 
 from animgraph.errors import GraphError
 from animgraph.limits import INDEX_MAX, SIGNAL_MAX, SignalValue, normalize_value, signal_value
-from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
+from animgraph.lanes import ANG, JOINT, LANES, POS, ROT, SCL, SVL, VEL, tile_slot
+from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 
 POSE, SIGNAL = 1.0, 0.0
 
@@ -53,7 +54,32 @@ def constant_node(ins, outs, par, st, pose, sig, db, dt):
             sig[o + i] = par[VALUE + i]
 
 
-@register(constant_node)
+@njit(cache=True)
+def constant_tile(ins, outs, par, st, tile, sig, db, dt):
+    """The executor's call on a lane tile: a constant pose in every lane; a signal lane by lane."""
+    if par[PAR.mode] != POSE:
+        return False
+    values = par[VALUE:]
+    joints = db[DB_PARENTS].shape[0]
+    out = tile_slot(tile, outs[OUT.value], joints)
+    for j in range(joints):
+        at = j * JOINT
+        for a in range(3):
+            p, s = values[POSE_JOINT.pos * joints + 3 * j + a], values[POSE_JOINT.scl * joints + 3 * j + a]
+            for lane in range(LANES):
+                out[at + (POS + a) * LANES + lane] = p
+                out[at + (SCL + a) * LANES + lane] = s
+                out[at + (VEL + a) * LANES + lane] = 0.0
+                out[at + (ANG + a) * LANES + lane] = 0.0
+                out[at + (SVL + a) * LANES + lane] = 0.0
+        for a in range(4):
+            r = values[POSE_JOINT.rot * joints + 4 * j + a]
+            for lane in range(LANES):
+                out[at + (ROT + a) * LANES + lane] = r
+    return True
+
+
+@register(constant_node, tile=constant_tile)
 class Constant(Node):
     """A constant signal (rate 0) or a constant local pose (rest pose or a clip frame)."""
 

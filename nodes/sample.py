@@ -66,9 +66,9 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
-from animgraph.kernels import get3, put3, segment
+from animgraph.kernels import basis, get3, keys, put3, segment
 from animgraph.lanes import LANES, tile_slot
-from animgraph.lanes_ops import sample_clip_tile
+from animgraph.lanes_ops import sample_clip_cubic_tile, sample_clip_tile
 from animgraph.limits import RATE_MAX, TIME_MAX
 from animgraph.node import (
     DB_POS,
@@ -112,29 +112,6 @@ IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # The clip's frames in the graph's frame array, its frame time (s), and the flags and rate of the fields.
 PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, rate=1, root_motion=1, contacts=1)
 ST = fields("SampleSt", clock=1)  # the own clock (s)
-
-
-@njit(cache=True)
-def keys(k, frames, loop):
-    """Keys k-1, k, k+1, k+2 (wrapped or clamped) and the frame spans of the tangents at k and k+1."""
-    if loop:
-        return (k - 1) % frames, k, (k + 1) % frames, (k + 2) % frames, 2.0, 2.0
-    km = max(k - 1, 0)
-    k1 = min(k + 1, frames - 1)
-    k2 = min(k + 2, frames - 1)
-    return km, k, k1, k2, max(float(k1 - km), 1.0), max(float(k2 - k), 1.0)
-
-
-@njit(cache=True)
-def basis(s, cubic):
-    """Hermite weights of (x_k, m_k, x_k1, m_k1) at ``s`` and their derivatives d/ds."""
-    if not cubic:
-        return (1.0 - s, 0.0, s, 0.0), (-1.0, 0.0, 1.0, 0.0)
-    s2 = s * s
-    s3 = s2 * s
-    w = (2.0 * s3 - 3.0 * s2 + 1.0, s3 - 2.0 * s2 + s, 3.0 * s2 - 2.0 * s3, s3 - s2)
-    dw = (6.0 * s2 - 6.0 * s, 3.0 * s2 - 4.0 * s + 1.0, 6.0 * s - 6.0 * s2, 3.0 * s2 - 2.0 * s)
-    return w, dw
 
 
 @njit(cache=True)
@@ -496,9 +473,9 @@ def lane_clock(ins, par, st, sig):
 
 @njit(cache=True)
 def sample_tile(ins, outs, par, st, tile, sig, db, dt):
-    """The executor's call on a lane tile: linear mode from the key table (``lanes_ops.sample_clip_tile``,
-    float32); cubic mode runs lane by lane."""
-    if len(db) <= KEYS or par[PAR.cubic] > 0.5:  # len(db): a constant when numba compiles
+    """The executor's call on a lane tile, from the key table in float32 (``lanes_ops.sample_clip_tile``,
+    ``sample_clip_cubic_tile``)."""
+    if len(db) <= KEYS:  # a constant when numba compiles
         return False
     start, frames, key_dt = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt]
     loop, root_motion = par[PAR.loop] > 0.5, par[PAR.root_motion] > 0.5
@@ -506,12 +483,15 @@ def sample_tile(ins, outs, par, st, tile, sig, db, dt):
     for lane in range(LANES):
         times[lane], rates[lane] = lane_clock(ins, par, st[lane], sig[lane])
     out = tile_slot(tile, outs[OUT.pose], db[DB_PARENTS].shape[0])
-    sample_clip_tile(db[DB_POS], db[KEYS], db[UNIT_SCALE][start] > 0.5, start, frames, key_dt, loop, times, rates,
-                     out)
+    cubic, unit = par[PAR.cubic] > 0.5, db[UNIT_SCALE][start] > 0.5
+    if cubic:
+        sample_clip_cubic_tile(db[DB_POS], db[KEYS], unit, start, frames, key_dt, loop, times, rates, out)
+    else:
+        sample_clip_tile(db[DB_POS], db[KEYS], unit, start, frames, key_dt, loop, times, rates, out)
     for lane in range(LANES):
         t, rate, s = times[lane], rates[lane], sig[lane]
         if root_motion:
-            put_motion(s, outs[OUT.motion], db, start, frames, key_dt, t, rate, False, loop)
+            put_motion(s, outs[OUT.motion], db, start, frames, key_dt, t, rate, cubic, loop)
         if par[PAR.contacts] > 0.5:
             c = 2 if root_motion else 1  # the contact ports follow the optional motion port
             put_contacts(s, outs[c], outs[c + 1], db, start, frames, key_dt, t, loop)
