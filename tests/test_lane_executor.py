@@ -180,15 +180,15 @@ def test_sample_tile_compiles_to_packed_float32_simd():
     # The executor's linear sample reads the graph's clip database (not a lane key table): still packed.
     from test_lanes import assert_packed, packed_ops
 
-    from animgraph.lanes_ops import sample_clip_tile
+    from animgraph.lanes_ops import sample_clip_cubic_tile, sample_clip_tile
     from animgraph.nodes.sample import key_table
 
     _, walk = ag.data.load("walk")
     ktab = key_table(walk)[0]
     out = np.empty(len(walk.skeleton) * lanes.JOINT, np.float32)
-    assert_packed(packed_ops(sample_clip_tile, np.ascontiguousarray(walk.pos, np.float32), ktab, True, 0,
-                             walk.frames, walk.dt, True, np.linspace(0.0, 1.0, lanes.LANES), np.ones(lanes.LANES),
-                             out))
+    for kernel in (sample_clip_tile, sample_clip_cubic_tile):
+        assert_packed(packed_ops(kernel, np.ascontiguousarray(walk.pos, np.float32), ktab, True, 0, walk.frames,
+                                 walk.dt, True, np.linspace(0.0, 1.0, lanes.LANES), np.ones(lanes.LANES), out))
 
 
 @pytest.mark.parametrize("mode", ("linear", "cubic"))
