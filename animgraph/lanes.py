@@ -239,23 +239,8 @@ VEC_CHANNELS = (POS, SCL, VEL, ANG, SVL)
 
 
 @njit(cache=True)
-def unpack_lane(tile, slot, lane, vecs, rots):
-    """Copy lane ``lane`` of tile pose slot ``slot`` into slot ``slot`` of one character's ``vecs`` and ``rots``."""
-    joints = rots.shape[1]
-    src = tile_slot(tile, slot, joints)
-    for j in range(joints):
-        at = j * JOINT + lane
-        for f in range(5):
-            first = VEC_CHANNELS[f]
-            for c in range(3):
-                vecs[f, slot, j, c] = src[at + (first + c) * LANES]
-        for c in range(4):
-            rots[slot, j, c] = src[at + (ROT + c) * LANES]
-
-
-@njit(cache=True)
 def unpack_slot(tile, slot, c0, vecs, rots):
-    """``unpack_lane`` for every lane: characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots`` (whole batches).
+    """Copy tile pose slot ``slot`` into slot ``slot`` of characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots``.
 
     Joint by joint and channel by channel, so the tile is read in order, one SIMD row at a time.
     """
@@ -276,18 +261,22 @@ def unpack_slot(tile, slot, c0, vecs, rots):
 
 
 @njit(cache=True)
-def pack_lane(vecs, rots, slot, lane, tile):
-    """Copy slot ``slot`` of one character's ``vecs`` and ``rots`` into lane ``lane`` of the tile's pose slot ``slot``."""
-    joints = rots.shape[1]
+def pack_slot(vecs, rots, slot, c0, tile):
+    """Copy slot ``slot`` of characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots`` into the tile's pose slot ``slot``."""
+    joints = rots.shape[2]
     dst = tile_slot(tile, slot, joints)
     for j in range(joints):
-        at = j * JOINT + lane
+        at = j * JOINT
         for f in range(5):
             first = VEC_CHANNELS[f]
             for c in range(3):
-                dst[at + (first + c) * LANES] = vecs[f, slot, j, c]
+                row = at + (first + c) * LANES
+                for lane in range(LANES):
+                    dst[row + lane] = vecs[c0 + lane, f, slot, j, c]
         for c in range(4):
-            dst[at + (ROT + c) * LANES] = rots[slot, j, c]
+            row = at + (ROT + c) * LANES
+            for lane in range(LANES):
+                dst[row + lane] = rots[c0 + lane, slot, j, c]
 
 
 def identity_tiles(tiles, slots, joints):

@@ -51,9 +51,10 @@ takes ``ins``/``outs``/``par``/``db``/``dt`` as above; ``tile`` the tile's pose 
 ``s`` is ``lanes.tile_slot(tile, s, joints)``), ``sig`` and ``st`` the tile's characters'
 signals and this op's state as 2-D (LANES, n) views, one row per lane.  It returns False
 when it cannot do this op on this tile (a case it leaves to the scalar kernel, such as a
-weight other than 1 on some lane): the executor then runs ``kernel`` lane by lane, copying
-the op's pose slots out of the tile and back.  Node types without a tile kernel always
-run that way, so every graph runs on tiles and only the speed differs.
+weight other than 1 on some lane): the executor then runs ``kernel`` lane by lane on the
+characters' own slots, copying a pose slot between them and the tile only when the other
+kind of op reads it.  Node types without a tile kernel always run that way, so every graph
+runs on tiles and only the speed differs.
 """
 
 from __future__ import annotations
