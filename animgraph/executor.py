@@ -200,12 +200,13 @@ def _tiles_source(names, own, dbs, args):
     tiled = [i for i, name in enumerate(names) if REGISTRY[name].TILE_KERNEL is not None]
     lines = [
         "",
-        "@njit(cache=True, parallel=True)",
-        f"def run_tiles({args.replace(', dt', '')}, tiles, pose_io, keep, dt):",
+        "# Tiles first .. last-1, with the GIL released: Instance spreads the tiles over Python threads.",
+        "@njit(cache=True, nogil=True)",
+        f"def run_tiles({args.replace(', dt', '')}, tiles, pose_io, keep, first, last, dt):",
         f"    {dbs}, = dbs(table, clipbuf)",
         f"    n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
         f"    n_slots = table[{SLOTS}]",
-        "    for t in prange(tiles.shape[0]):",
+        "    for t in range(first, last):",
         "        c0 = t * LANES",
         "        tile = tiles[t]",
         "        sg = chars[c0:c0 + LANES, 0:n_sig]",

@@ -101,7 +101,9 @@ def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
     hinge = np.empty(3, np.float32)
     for c in range(3):
         hinge[c] = par[PAR.hinge + c]
-    two_bone_lanes(tile_slot(tile, ins[IN.pose], joints), path, ia, ib, n - 1, hinge, tpos, tvel,
+    # int64 casts: numba would otherwise also compile a copy for the literal 0 that ia and ib start from
+    two_bone_lanes(tile_slot(tile, ins[IN.pose], joints), path, np.int64(ia), np.int64(ib), np.int64(n - 1), hinge,
+                   tpos, tvel,
                    tile_slot(tile, outs[OUT.pose], joints), glob, np.empty(JOINT, np.float32),
                    np.empty(SOLVED * LANES, np.float32))
     return True
