@@ -198,15 +198,22 @@ def _tiles_source(names, own, dbs, args):
     current in the characters' slots.
     """
     tiled = [i for i, name in enumerate(names) if REGISTRY[name].TILE_KERNEL is not None]
+    head = args.replace(", clipbuf, dt", "")
     lines = [
         "",
-        "# Tiles first .. last-1, with the GIL released: Instance spreads the tiles over Python threads.",
-        "@njit(cache=True, nogil=True)",
-        f"def run_tiles({args.replace(', dt', '')}, tiles, pose_io, keep, first, last, dt):",
+        "# Tiles over numba's threads.  Measured: the walk as a function of its own, called from a prange loop,",
+        "# runs 1.5x faster than the same walk called from a plain loop (or written in it), with or without threads.",
+        "@njit(cache=True, parallel=True)",
+        f"def run_tiles({args.replace(', dt', '')}, tiles, pose_io, keep, dt):",
         f"    {dbs}, = dbs(table, clipbuf)",
+        "    for t in prange(tiles.shape[0]):",
+        f"        walk_tile(np.int64(t), {head}, {dbs}, tiles, pose_io, keep, dt)",
+        "",
+        "",
+        "@njit(cache=True)",
+        f"def walk_tile(t, {head}, {dbs}, tiles, pose_io, keep, dt):",
         f"    n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
         f"    n_slots = table[{SLOTS}]",
-        "    for t in range(first, last):",
         "        c0 = t * LANES",
         "        tile = tiles[t]",
         "        sg = chars[c0:c0 + LANES, 0:n_sig]",
@@ -268,7 +275,8 @@ def _tiles_source(names, own, dbs, args):
         "                unpack_slot(tile, keep[k], c0, vecs, rots)",
         "",
     ]
-    return lines
+    body = lines.index("        c0 = t * LANES")  # written one level deeper than walk_tile's body: dedent
+    return lines[:body] + [line[4:] for line in lines[body:]]
 
 
 def _key(text, names):

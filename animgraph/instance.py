@@ -59,48 +59,6 @@ def _entry(dispatcher):
     return first
 
 
-_POOL = []  # the lane executor's worker threads (a ThreadPoolExecutor), made on first need
-
-
-def _tile_runner(dispatcher, n_tiles):
-    """The lane executor's call: ``run_tiles`` over every tile, the tiles split into one run per thread.
-
-    ``run_tiles`` releases the GIL (``nogil``), so ``numba.get_num_threads()`` Python threads
-    (this one and pool workers) walk their tiles at once; one thread walks them all in place.
-    Its first call compiles or loads the executor, on this thread alone.
-    """
-    import numba
-
-    run = []
-
-    def call(*args):
-        *head, dt = args
-        if not run:
-            dispatcher(*head, 0, n_tiles, dt)
-            from . import warm
-
-            warm.finish()  # the executor is compiled: a compile helper still running has nothing left to add
-            overloads = list(getattr(dispatcher, "overloads", {}).values())
-            run.append(getattr(overloads[0], "entry_point", dispatcher) if len(overloads) == 1 else dispatcher)
-            return None
-        threads = min(numba.get_num_threads(), n_tiles)
-        if threads <= 1:
-            run[0](*head, 0, n_tiles, dt)
-            return None
-        if not _POOL or _POOL[0]._max_workers < threads - 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _POOL[:] = [ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="animgraph-tiles")]
-        bounds = [n_tiles * k // threads for k in range(threads + 1)]
-        futures = [_POOL[0].submit(run[0], *head, lo, hi, dt) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-        run[0](*head, bounds[0], bounds[1], dt)
-        for f in futures:
-            f.result()
-        return None
-
-    return call
-
-
 def _pose_view(arrays, slot, batch):
     """A Pose whose arrays are views of pose slot ``slot`` (no copy, no validation)."""
     pose = Pose.__new__(Pose)
@@ -167,7 +125,7 @@ class Instance:
 
             self._call = walk_in_python
         elif lanes:
-            self._call = _tile_runner(plan.executor.run_tiles, rows // lane_tiles.LANES)
+            self._call = _entry(plan.executor.run_tiles)
         else:
             self._call = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
         self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
