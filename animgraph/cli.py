@@ -461,7 +461,8 @@ _COMPILING = {_cmd_demo, _cmd_run, _cmd_verify, _cmd_bench}
 
 
 COMPILING = f"{PROG}: compiling the kernels for this version (first run only: about {{}} on 2 cores)..."
-COMPILE_ESTIMATE = "26 s"  # measured: `animgraph demo` on a cold cache, 2 shared cores, with the compile helper (animgraph.warm; 46 s without)
+COMPILE_ESTIMATE = "25 s"  # measured: `animgraph demo` on a cold cache, 2 shared cores, with the compile helper (animgraph.warm; 46 s without)
+COMPILE_ESTIMATE_TILES = "50 s"  # measured: `animgraph run --batch 64` on a cold cache (the lane executor, its tile kernels)
 
 
 class _compile_progress:
@@ -471,9 +472,12 @@ class _compile_progress:
     them all); anything unexpected there only loses the count, never the command.
     """
 
+    def __init__(self, estimate=COMPILE_ESTIMATE):
+        self.estimate = estimate
+
     def __enter__(self):
         self.tty = sys.stderr.isatty()
-        self.line = COMPILING.format(COMPILE_ESTIMATE)
+        self.line = COMPILING.format(self.estimate)
         print(self.line, file=sys.stderr, end="" if self.tty else "\n", flush=True)
         self.listener = None
         if self.tty:
@@ -527,12 +531,17 @@ def main(argv=None):
     except ValueError:  # not the main thread: leave signals alone
         pass
     try:
-        if args.handler in _COMPILING and cache.is_cold():
+        if args.handler in _COMPILING:
             from . import executor
+            from .instance import LANES_ENV
+            from .lanes import LANES
 
-            executor.load()  # now rather than at the graph's plan: a compile helper starts at once (animgraph.warm)
-            with _compile_progress():
-                return args.handler(args) or 0
+            # A batch of LANES or more runs the lane executor (run_tiles): compiled on its own first use.
+            tiles = getattr(args, "batch", 1) >= LANES and os.environ.get(LANES_ENV, "1") != "0"
+            if cache.is_cold() or (tiles and not executor.compiled("run_tiles")):
+                executor.load()  # now rather than at the graph's plan: a compile helper starts at once (animgraph.warm)
+                with _compile_progress(COMPILE_ESTIMATE_TILES if tiles else COMPILE_ESTIMATE):
+                    return args.handler(args) or 0
         return args.handler(args) or 0
     except BrokenPipeError:  # stdout closed early (| head): stop quietly, like any filter
         try:  # and no second error when Python flushes stdout at exit

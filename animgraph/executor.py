@@ -337,13 +337,19 @@ def load():
     return module
 
 
-def _compiled(key):
-    """Whether numba's disk cache holds ``run_serial`` of executor ``key`` (then a first call only loads code)."""
+def _compiled(key, entry="run_serial"):
+    """Whether numba's disk cache holds ``entry`` of executor ``key`` (then a first call only loads code)."""
     root = Path(numba.config.CACHE_DIR or cache.cache_dir() / "numba")
     try:
-        return any(root.rglob(f"executor_{key}.run_serial-*.nbi"))
+        return any(root.rglob(f"executor_{key}.{entry}-*.nbi"))
     except OSError:
         return False
+
+
+def compiled(entry="run_serial"):
+    """Whether the executor of the current registry has ``entry`` (``run_serial``, ``run_tiles``) compiled on disk."""
+    names = kinds()
+    return _compiled(_key(source(names), names), entry)
 
 
 def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):

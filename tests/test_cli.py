@@ -290,3 +290,18 @@ def test_first_run_says_it_is_compiling(capsys, monkeypatch, tmp_path):
         assert ("compiling the kernels" in err) == cold and len(err.splitlines()) <= 1
     assert main(["validate", str(graphs.path("blend"))]) == 0  # validating compiles nothing
     assert "compiling" not in capsys.readouterr().err
+
+
+def test_first_batch_run_says_it_is_compiling_the_lane_executor(capsys, monkeypatch):
+    """A batch of 16 or more runs on lane tiles: their executor's first compile is announced too, with its estimate."""
+    from animgraph import cli, executor, graphs
+
+    monkeypatch.setattr(cli.cache, "is_cold", lambda: False)
+    for compiled in (False, True):
+        monkeypatch.setattr(executor, "compiled", lambda entry, compiled=compiled: compiled or entry != "run_tiles")
+        assert main(["run", str(graphs.path("blend")), "--frames", "1", "--batch", "16"]) == 0
+        err = capsys.readouterr().err
+        assert ("compiling the kernels" in err) != compiled
+        assert compiled or cli.COMPILE_ESTIMATE_TILES in err
+    assert main(["run", str(graphs.path("blend")), "--frames", "1"]) == 0  # batch 1: the per-character executor
+    assert "compiling" not in capsys.readouterr().err
