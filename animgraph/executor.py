@@ -130,7 +130,7 @@ def source(names):
         "from animgraph.executor import clip_db",
         "",
     ]
-    lines.append("from animgraph.lanes import LANES, pack_slot, unpack_slot")
+    lines.append("from animgraph.lanes import LANES, copy_slot")
     for i, name in enumerate(names):
         module, attr = _kernel_ref(name)
         lines.append(f"from {module} import {attr} as k{i}  # {name}")
@@ -192,7 +192,7 @@ def _tiles_source(names, own, dbs, args):
     An op whose type has a tile kernel runs on the whole tile; otherwise (or when that kernel
     returns False) its scalar kernel runs lane by lane on the characters' own slots.  A pose
     slot lives in the tile, in the characters' slots, or both: ``in_tile``/``in_chars`` say
-    where it is current, and a slot is copied across (``lanes.pack_slot``/``unpack_slot``)
+    where it is current, and a slot is copied across (``lanes.copy_slot``)
     only when an op of the other kind reads it, so a run of scalar ops costs what the
     per-character executor costs.  At the end the ``keep`` slots (the outputs) are made
     current in the characters' slots.
@@ -235,7 +235,7 @@ def _tiles_source(names, own, dbs, args):
             "                for k in range(a0, a1):",
             "                    q = table[io_at + k]",
             "                    if pose_io[k] and q >= 0 and not in_tile[q]:",
-            "                        pack_slot(vecs, rots, q, c0, tile)",
+            "                        copy_slot(tile, q, c0, vecs, rots, True)",
             "                        in_tile[q] = True",
         ]
         for n, i in enumerate(tiled):
@@ -252,7 +252,7 @@ def _tiles_source(names, own, dbs, args):
         "            for k in range(a0, a1):",
         "                q = table[io_at + k]",
         "                if pose_io[k] and q >= 0 and not in_chars[q]:",
-        "                    unpack_slot(tile, q, c0, vecs, rots)",
+        "                    copy_slot(tile, q, c0, vecs, rots, False)",
         "                    in_chars[q] = True",
         "            for lane in range(LANES):",
         "                c = c0 + lane",
@@ -272,7 +272,7 @@ def _tiles_source(names, own, dbs, args):
         "                    in_tile[table[io_at + k]] = False",
         "        for k in range(keep.shape[0]):",
         "            if not in_chars[keep[k]]:",
-        "                unpack_slot(tile, keep[k], c0, vecs, rots)",
+        "                copy_slot(tile, keep[k], c0, vecs, rots, False)",
         "",
     ]
     body = lines.index("        c0 = t * LANES")  # written one level deeper than walk_tile's body: dedent

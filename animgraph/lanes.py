@@ -235,48 +235,32 @@ def tile_slot(tile, slot, joints):
 
 
 # The executor's per-character slots: ``vecs[c]`` (5, S, J, 3) holds pos, scl, vel, ang, svl; ``rots[c]`` (S, J, 4).
-VEC_CHANNELS = (POS, SCL, VEL, ANG, SVL)
 
 
 @njit(cache=True)
-def unpack_slot(tile, slot, c0, vecs, rots):
-    """Copy tile pose slot ``slot`` into slot ``slot`` of characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots``.
+def copy_slot(tile, slot, c0, vecs, rots, into_tile):
+    """Copy pose slot ``slot`` between the tile and characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots``.
 
-    Joint by joint and channel by channel, so the tile is read in order, one SIMD row at a time.
+    ``into_tile``: from the characters into the tile, else out of it.  Joint by joint and
+    channel by channel, so the tile is read or written in order, one SIMD row at a time.
     """
     joints = rots.shape[2]
-    src = tile_slot(tile, slot, joints)
+    rows = tile_slot(tile, slot, joints)
     for j in range(joints):
         at = j * JOINT
-        for f in range(5):
-            first = VEC_CHANNELS[f]
-            for c in range(3):
+        for f in range(6):
+            first = (POS, SCL, VEL, ANG, SVL, ROT)[f]  # vecs' fields in order, then rots
+            for c in range(4 if f == 5 else 3):
                 row = at + (first + c) * LANES
-                for lane in range(LANES):
-                    vecs[c0 + lane, f, slot, j, c] = src[row + lane]
-        for c in range(4):
-            row = at + (ROT + c) * LANES
-            for lane in range(LANES):
-                rots[c0 + lane, slot, j, c] = src[row + lane]
-
-
-@njit(cache=True)
-def pack_slot(vecs, rots, slot, c0, tile):
-    """Copy slot ``slot`` of characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots`` into the tile's pose slot ``slot``."""
-    joints = rots.shape[2]
-    dst = tile_slot(tile, slot, joints)
-    for j in range(joints):
-        at = j * JOINT
-        for f in range(5):
-            first = VEC_CHANNELS[f]
-            for c in range(3):
-                row = at + (first + c) * LANES
-                for lane in range(LANES):
-                    dst[row + lane] = vecs[c0 + lane, f, slot, j, c]
-        for c in range(4):
-            row = at + (ROT + c) * LANES
-            for lane in range(LANES):
-                dst[row + lane] = rots[c0 + lane, slot, j, c]
+                if into_tile:
+                    for lane in range(LANES):
+                        rows[row + lane] = rots[c0 + lane, slot, j, c] if f == 5 else vecs[c0 + lane, f, slot, j, c]
+                else:
+                    for lane in range(LANES):
+                        if f == 5:
+                            rots[c0 + lane, slot, j, c] = rows[row + lane]
+                        else:
+                            vecs[c0 + lane, f, slot, j, c] = rows[row + lane]
 
 
 def identity_tiles(tiles, slots, joints):

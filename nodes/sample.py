@@ -428,28 +428,23 @@ def put_contacts(sig, left, right, db, start, frames, key_dt, t, loop):
 
 
 @njit(cache=True)
-def sample_node(ins, outs, par, st, pose, sig, db, dt):
-    """The executor's call: sample the clip at the time port's time, or on the own clock (advanced by rate * dt)."""
-    start = int(par[PAR.start])
-    frames = int(par[PAR.frames])
-    key_dt = par[PAR.key_dt]
-    cubic = par[PAR.cubic] > 0.5
-    loop = par[PAR.loop] > 0.5
-    root_motion = par[PAR.root_motion] > 0.5
-    out = slot(pose, outs[OUT.pose])
+def sample_time(ins, par, st, sig):
+    """Sampling time (s) and rate of one character: the time port's, or the own clock and the rate port (or field)."""
     if ins[IN.time] >= 0:
         # Driven: sample at time.x, the time's own rate scales the velocities.
-        t = sig[ins[IN.time]]
-        rate = sig[ins[IN.time] + 1]
+        t, rate = sig[ins[IN.time]], sig[ins[IN.time] + 1]
         if not (math.isfinite(t) and math.isfinite(rate)):
-            t = 0.0
-            rate = 0.0
-    else:
-        rate = sig[ins[IN.rate]] if ins[IN.rate] >= 0 else par[PAR.rate]
-        if not math.isfinite(rate):
-            rate = 0.0
-        t = st[ST.clock]
-    sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out)
+            return 0.0, 0.0
+        return t, rate
+    rate = sig[ins[IN.rate]] if ins[IN.rate] >= 0 else par[PAR.rate]
+    return st[ST.clock], rate if math.isfinite(rate) else 0.0
+
+
+@njit(cache=True)
+def sample_signals(ins, outs, par, st, sig, db, t, rate, dt):
+    """After the pose: the root motion and contacts at time ``t``, and the own clock advanced by ``rate * dt``."""
+    start, frames, key_dt = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt]
+    cubic, loop, root_motion = par[PAR.cubic] > 0.5, par[PAR.loop] > 0.5, par[PAR.root_motion] > 0.5
     if root_motion:
         put_motion(sig, outs[OUT.motion], db, start, frames, key_dt, t, rate, cubic, loop)
     if par[PAR.contacts] > 0.5:
@@ -460,15 +455,12 @@ def sample_node(ins, outs, par, st, pose, sig, db, dt):
 
 
 @njit(cache=True)
-def lane_clock(ins, par, st, sig):
-    """Sampling time (s) and rate of one lane: ``sample_node``'s choice between the time port and the own clock."""
-    if ins[IN.time] >= 0:
-        t, rate = sig[ins[IN.time]], sig[ins[IN.time] + 1]
-        if not (math.isfinite(t) and math.isfinite(rate)):
-            return 0.0, 0.0
-        return t, rate
-    rate = sig[ins[IN.rate]] if ins[IN.rate] >= 0 else par[PAR.rate]
-    return st[ST.clock], rate if math.isfinite(rate) else 0.0
+def sample_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: sample the clip at the time port's time, or on the own clock (advanced by rate * dt)."""
+    t, rate = sample_time(ins, par, st, sig)
+    sample_db(db, int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt], t, rate, par[PAR.cubic] > 0.5,
+              par[PAR.loop] > 0.5, slot(pose, outs[OUT.pose]))
+    sample_signals(ins, outs, par, st, sig, db, t, rate, dt)
 
 
 @njit(cache=True)
@@ -477,26 +469,18 @@ def sample_tile(ins, outs, par, st, tile, sig, db, dt):
     ``sample_clip_cubic_tile``)."""
     if len(db) <= KEYS:  # a constant when numba compiles
         return False
-    start, frames, key_dt = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt]
-    loop, root_motion = par[PAR.loop] > 0.5, par[PAR.root_motion] > 0.5
+    start, frames, key_dt, loop = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt], par[PAR.loop] > 0.5
     times, rates = np.empty(LANES), np.empty(LANES)
     for lane in range(LANES):
-        times[lane], rates[lane] = lane_clock(ins, par, st[lane], sig[lane])
+        times[lane], rates[lane] = sample_time(ins, par, st[lane], sig[lane])
     out = tile_slot(tile, outs[OUT.pose], db[DB_PARENTS].shape[0])
-    cubic, unit = par[PAR.cubic] > 0.5, db[UNIT_SCALE][start] > 0.5
-    if cubic:
+    unit = db[UNIT_SCALE][start] > 0.5
+    if par[PAR.cubic] > 0.5:
         sample_clip_cubic_tile(db[DB_POS], db[KEYS], unit, start, frames, key_dt, loop, times, rates, out)
     else:
         sample_clip_tile(db[DB_POS], db[KEYS], unit, start, frames, key_dt, loop, times, rates, out)
     for lane in range(LANES):
-        t, rate, s = times[lane], rates[lane], sig[lane]
-        if root_motion:
-            put_motion(s, outs[OUT.motion], db, start, frames, key_dt, t, rate, cubic, loop)
-        if par[PAR.contacts] > 0.5:
-            c = 2 if root_motion else 1  # the contact ports follow the optional motion port
-            put_contacts(s, outs[c], outs[c + 1], db, start, frames, key_dt, t, loop)
-        if ins[IN.time] < 0:
-            st[lane, ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
+        sample_signals(ins, outs, par, st[lane], sig[lane], db, times[lane], rates[lane], dt)
     return True
 
 
