@@ -535,9 +535,11 @@ def main(argv=None):
             from . import executor
             from .instance import LANES_ENV
             from .lanes import LANES
+            from .plan import MAX_BATCH
 
             # A batch of LANES or more runs the lane executor (run_tiles): compiled on its own first use.
-            tiles = getattr(args, "batch", 1) >= LANES and os.environ.get(LANES_ENV, "1") != "0"
+            # (A batch out of range is refused before anything compiles: no announcement for it.)
+            tiles = LANES <= getattr(args, "batch", 1) <= MAX_BATCH and os.environ.get(LANES_ENV, "1") != "0"
             if cache.is_cold() or (tiles and not executor.compiled("run_tiles")):
                 executor.load()  # now rather than at the graph's plan: a compile helper starts at once (animgraph.warm)
                 with _compile_progress(COMPILE_ESTIMATE_TILES if tiles else COMPILE_ESTIMATE):

@@ -130,7 +130,7 @@ def source(names):
         "from animgraph.executor import clip_db",
         "",
     ]
-    lines.append("from animgraph.lanes import LANES, copy_slot")
+    lines.append("from animgraph.lanes import LANES, copy_slot, make_current, mark_written")
     for i, name in enumerate(names):
         module, attr = _kernel_ref(name)
         lines.append(f"from {module} import {attr} as k{i}  # {name}")
@@ -232,11 +232,7 @@ def _tiles_source(names, own, dbs, args):
     if tiled:
         lines += [
             f"            if {' or '.join(f'kind == {i}' for i in tiled)}:",
-            "                for k in range(a0, a1):",
-            "                    q = table[io_at + k]",
-            "                    if pose_io[k] and q >= 0 and not in_tile[q]:",
-            "                        copy_slot(tile, q, c0, vecs, rots, True)",
-            "                        in_tile[q] = True",
+            "                make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_tile, True)",
         ]
         for n, i in enumerate(tiled):
             db = f"db{i}" if i in own else "db"
@@ -244,16 +240,9 @@ def _tiles_source(names, own, dbs, args):
             lines.append(f"                    done = t{i}(ins, outs, p, chars[c0:c0 + LANES, s0:s1], tile, sg, {db}, dt)")
     lines += [
         "            if done:",
-        "                for k in range(a1, a2):",
-        "                    if pose_io[k]:",
-        "                        in_tile[table[io_at + k]] = True",
-        "                        in_chars[table[io_at + k]] = False",
+        "                mark_written(table, io_at, a1, a2, pose_io, in_tile, in_chars)",
         "                continue",
-        "            for k in range(a0, a1):",
-        "                q = table[io_at + k]",
-        "                if pose_io[k] and q >= 0 and not in_chars[q]:",
-        "                    copy_slot(tile, q, c0, vecs, rots, False)",
-        "                    in_chars[q] = True",
+        "            make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_chars, False)",
         "            for lane in range(LANES):",
         "                c = c0 + lane",
         "                v = vecs[c]",
@@ -266,10 +255,7 @@ def _tiles_source(names, own, dbs, args):
         lines.append(f"                {'if' if i == 0 else 'elif'} kind == {i}:  # {name}")
         lines.append(f"                    k{i}(ins, outs, p, x, pose, s, {db}, dt)")
     lines += [
-        "            for k in range(a1, a2):",
-        "                if pose_io[k]:",
-        "                    in_chars[table[io_at + k]] = True",
-        "                    in_tile[table[io_at + k]] = False",
+        "            mark_written(table, io_at, a1, a2, pose_io, in_chars, in_tile)",
         "        for k in range(keep.shape[0]):",
         "            if not in_chars[keep[k]]:",
         "                copy_slot(tile, keep[k], c0, vecs, rots, False)",

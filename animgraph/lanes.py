@@ -263,6 +263,26 @@ def copy_slot(tile, slot, c0, vecs, rots, into_tile):
                             vecs[c0 + lane, f, slot, j, c] = rows[row + lane]
 
 
+@njit(cache=True)
+def make_current(tile, table, at, first, last, pose_io, c0, vecs, rots, current, into_tile):
+    """Slots read by ports ``first .. last-1`` (io entries from ``at``): copied where they are needed (into the tile,
+    or out to the characters) unless ``current`` there already."""
+    for k in range(first, last):
+        q = table[at + k]
+        if pose_io[k] and q >= 0 and not current[q]:
+            copy_slot(tile, q, c0, vecs, rots, into_tile)
+            current[q] = True
+
+
+@njit(cache=True)
+def mark_written(table, at, first, last, pose_io, here, there):
+    """Slots written by ports ``first .. last-1`` (io entries from ``at``): current ``here``, stale ``there``."""
+    for k in range(first, last):
+        if pose_io[k]:
+            here[table[at + k]] = True
+            there[table[at + k]] = False
+
+
 def identity_tiles(tiles, slots, joints):
     """Executor tiles (tiles, slots * joints * JOINT) float32 holding identity poses (rot w 1, scale 1, at rest)."""
     out = np.zeros((tiles, slots, joints, CHANNELS, LANES), np.float32)
