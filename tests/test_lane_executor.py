@@ -212,3 +212,26 @@ def test_sample_tile_at_any_time(mode, loop, scaled):
     want, got = chars.step(0.0, {"t": (times, rates)}), tiles.step(0.0, {"t": (times, rates)})
     values, rate_err = compare(plan, want, got)
     assert values <= 1e-5 and rate_err <= 1e-4, (values, rate_err)
+
+
+def test_hostile_inputs_on_lanes():
+    # Targets and times at the input bounds (1e9), rates of 1e9, a zero-length target, dt 0 and 1000 s:
+    # every lane stays finite and matches the per-character executor.
+    skel, clips = chain_assets()
+    d = chain_graph().to_dict()
+    d["nodes"] = [dict(n, mode="cubic") if n["id"] == "a" else n for n in d["nodes"] if n["id"] != "left_target"]
+    d["nodes"] += [{"id": "left_target", "type": "input", "signal": "vec3"},
+                   {"id": "t", "type": "input", "signal": "scalar", "min": -1e9, "max": 1e9},
+                   {"id": "w", "type": "input", "signal": "scalar", "default": 0.5, "min": 0.0, "max": 1.0}]
+    d["links"] += [["t.value", "a.time"], ["w.value", "mix.alpha"]]
+    plan = compile_graph(Graph.from_dict(d), batch=17, assets=clips)
+    chars, tiles = plan.instance(lanes=False), plan.instance(lanes=True)
+    cases = [((1e9, 1e9, -1e9), (1e9, 0.0, 0.0), (1e9, 1e9), 1.0), ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (-1e9, 1.0),
+                                                                      (0.0, 1e9)),
+             ((1e-30, 0.0, 0.0), (0.0, -1e9, 0.0), (3.0, -1e9), (1.0, -1e9))]
+    for target, target_vel, t, w in cases:
+        inputs = {"left_target": (target, target_vel), "t": t, "w": w}
+        for dt in (0.0, 1000.0, 1 / 60):
+            want, got = chars.step(dt, inputs), tiles.step(dt, inputs)
+            assert all(np.all(np.isfinite(getattr(got["out"], f))) for f in FIELDS)
+            assert compare(plan, want, got)[0] <= 1e-5
