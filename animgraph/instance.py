@@ -105,7 +105,8 @@ class Instance:
         if lanes is None:
             lanes = parallel and b >= lane_tiles.LANES and os.environ.get(LANES_ENV, "1") != "0"
         self.lanes = lanes = bool(lanes) and not python
-        # Lane tiles run whole tiles: the characters past the batch are padding, evaluated but never output.
+        # Lane tiles run whole tiles: the characters past the batch are padding, evaluated but never output;
+        # each step they take the last character's signals (inputs included), their state is their own.
         rows = lane_tiles.tile_count(b) * lane_tiles.LANES if lanes else b
         # Per character, every slot's pos scl vel ang svl in one array, rot in another.
         self.vecs = np.zeros((rows, 5, s, j, 3), np.float32)
@@ -118,6 +119,7 @@ class Instance:
         self.chars[:, :n_sig] = plan.sig_init
         self.chars[:, n_sig:] = plan.state(0.0)
         self.sig, self.st = self.chars[:b, :n_sig], self.chars[:b, n_sig:]
+        self._padded, self._n_sig = rows > b, n_sig
         self.par = plan.par.copy()
         self.nodes = dict(plan.nodes)
         if python:  # the reference: the op table walked in Python, calling the same kernels
@@ -163,6 +165,8 @@ class Instance:
                              file=self.plan.file)
         if inputs:
             self.set_inputs(inputs)
+        if self._padded:  # padded lanes follow the last character's inputs (a lane-wide branch then agrees)
+            self.chars[self.batch:, :self._n_sig] = self.chars[self.batch - 1, :self._n_sig]
         call = self._call(*self._args, float(dt))
         if call is not None:  # the first call compiled or loaded the executor: keep its entry point
             self._call = call

@@ -122,6 +122,9 @@ def test_padded_lanes_are_never_output_and_characters_are_independent():
     np.testing.assert_array_equal(got.pos[:16], same.pos[:16])
     assert not np.allclose(got.pos[16], same.pos[16], atol=1e-4)
     assert np.all(np.isfinite(got.pos))
+    # The padded lanes took the last character's inputs, so its tile agrees on the IK weight.
+    n_sig = len(plan.sig_init)
+    np.testing.assert_array_equal(alone.chars[17:, :n_sig], np.broadcast_to(alone.chars[16, :n_sig], (15, n_sig)))
 
 
 def test_state_reset_and_teleport_on_lanes():
