@@ -461,19 +461,37 @@ _COMPILING = {_cmd_demo, _cmd_run, _cmd_verify, _cmd_bench}
 
 
 COMPILING = f"{PROG}: compiling the kernels for this version (first run only: about {{}} on 2 cores)..."
-COMPILE_ESTIMATE = "25 s"  # measured: `animgraph demo` on a cold cache, 2 shared cores, with the compile helper (animgraph.warm; 46 s without)
-COMPILE_ESTIMATE_TILES = "50 s"  # measured: `animgraph run --batch 64` on a cold cache (the lane executor, its tile kernels)
+COMPILE_ESTIMATE = "15 s"  # measured: `animgraph demo` on a cold cache, 2 shared cores, with the compile helper (animgraph.warm)
+COMPILE_ESTIMATE_ALL = "25 s"  # measured: the executor of every node type (verify, bench)
+COMPILE_ESTIMATE_TILES = "40 s"  # measured: `animgraph run --batch 64` on a cold cache: blend 20 s, locomotion 22 s, ik_lookat_footlock 39 s
+
+
+def _node_types(args):
+    """Node types the command's graph uses (None: every type; False: the graph does not load, the command says why)."""
+    from . import graphs
+    from .graph import Graph
+
+    if args.handler is _cmd_run:
+        path = args.graph
+    elif args.handler is _cmd_demo:
+        path = graphs.path("gaits" if args.gaits else "locomotion")
+    else:
+        return None  # verify and bench run every node type
+    try:
+        return {node.type for node in Graph.load(path).nodes}
+    except (AnimgraphError, OSError, ValueError):
+        return False
 
 
 class _compile_progress:
     """The first-run line on stderr; on a terminal, followed by ``k/N node kernels`` as numba finishes each.
 
-    Counted from numba's compile events for the registry's kernels (the executor compiles
-    them all); anything unexpected there only loses the count, never the command.
+    Counted from numba's compile events for the kernels of ``cover`` (the node types the
+    executor compiles; default all); anything unexpected there only loses the count, never the command.
     """
 
-    def __init__(self, estimate=COMPILE_ESTIMATE):
-        self.estimate = estimate
+    def __init__(self, estimate=COMPILE_ESTIMATE, cover=None):
+        self.estimate, self.cover = estimate, cover
 
     def __enter__(self):
         self.tty = sys.stderr.isatty()
@@ -486,7 +504,8 @@ class _compile_progress:
 
                 from .node import REGISTRY
 
-                dispatchers = {id(getattr(n.KERNEL, "py_func", n.KERNEL)): n.KERNEL for n in REGISTRY.values()}
+                dispatchers = {id(getattr(n.KERNEL, "py_func", n.KERNEL)): n.KERNEL for name, n in REGISTRY.items()
+                               if self.cover is None or name in self.cover}
                 done = set()
                 line = self.line
 
@@ -540,9 +559,13 @@ def main(argv=None):
             # A batch of LANES or more runs the lane executor (run_tiles): compiled on its own first use.
             # (A batch out of range is refused before anything compiles: no announcement for it.)
             tiles = LANES <= getattr(args, "batch", 1) <= MAX_BATCH and os.environ.get(LANES_ENV, "1") != "0"
-            if cache.is_cold() or (tiles and not executor.compiled("run_tiles")):
-                executor.load()  # now rather than at the graph's plan: a compile helper starts at once (animgraph.warm)
-                with _compile_progress(COMPILE_ESTIMATE_TILES if tiles else COMPILE_ESTIMATE):
+            used = _node_types(args)
+            if used is not False and (cache.is_cold() or not executor.compiled("run_serial", used)
+                                      or (tiles and not executor.compiled("run_tiles", used))):
+                # Loaded now rather than at the graph's plan: a compile helper starts at once (animgraph.warm).
+                cover = executor.load(used).COVERS
+                estimate = COMPILE_ESTIMATE_TILES if tiles else COMPILE_ESTIMATE_ALL if used is None else COMPILE_ESTIMATE
+                with _compile_progress(estimate, cover):
                     return args.handler(args) or 0
         return args.handler(args) or 0
     except BrokenPipeError:  # stdout closed early (| head): stop quietly, like any filter

@@ -122,11 +122,16 @@ class Plan:
         the op table in Python instead of the compiled executor (a slow reference);
         ``lanes``: run tiles of ``lanes.LANES`` characters op by op (default: when parallel
         and batch >= LANES, unless the environment sets ``ANIMGRAPH_LANES=0``)."""
-        if self.executor is None:
-            from . import executor
+        from . import executor
 
-            self.executor = executor.load()
+        if self.executor is None or not executor.covers(self.executor, self.node_types):
+            self.executor = executor.load(self.node_types)
         return Instance(self, parallel, python, lanes)
+
+    @property
+    def node_types(self):
+        """The graph's node type names: what its executor must have branches for."""
+        return {node.type for node in self.graph.nodes}
 
     def node_params(self, node):
         """``node.params`` for this plan as flat float64; errors name the node (and field)."""

@@ -30,7 +30,7 @@ def compile(graph, batch=1, assets=None, skeleton=None, reuse_slots=True):  # no
     plan = make_plan(graph, batch, assets=assets, skeleton=skeleton, reuse_slots=reuse_slots)
     from . import executor
 
-    plan.executor = executor.load()
+    plan.executor = executor.load(plan.node_types)
     return plan
 
 

@@ -42,8 +42,8 @@ def jobs():
     return 2 if (os.cpu_count() or 1) >= 2 else 1
 
 
-def start(key, names):
-    """Launch the helper for executor ``key`` (node types ``names``), whose code is not cached; returns it or None."""
+def start(key, names, cover=None):
+    """Launch the helper for executor ``key`` (registry ``names``, branches for ``cover``), not cached; returns it or None."""
     from . import cache
 
     if key in _HELPER or jobs() < 2 or not cache.saves_are_locked():
@@ -52,7 +52,7 @@ def start(key, names):
         return None
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "animgraph.warm", *names],
+            [sys.executable, "-m", "animgraph.warm", *names, "--", *(names if cover is None else cover)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "ANIMGRAPH_COMPILE_JOBS": "1"},  # the helper starts no helper of its own
             close_fds=True,
@@ -78,16 +78,19 @@ def finish():
         _HELPER.pop(key, None)
 
 
-def _compile(names):
-    """The helper's work: compile each kernel with its executor signature, last kind first."""
+def _compile(names, cover):
+    """The helper's work: compile each covered kernel with its executor signature, last kind first."""
     from . import executor
 
     if executor.kinds() != tuple(names):  # a registry the parent extended at run time: nothing safe to guess
         return 0
-    for _, kernel, sig in reversed(executor.kernel_signatures()):
-        kernel.compile(sig)  # loads instead if the main process has cached it already
+    for name, kernel, sig in reversed(executor.kernel_signatures()):
+        if name in cover:
+            kernel.compile(sig)  # loads instead if the main process has cached it already
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_compile(sys.argv[1:]))
+    args = sys.argv[1:]
+    cut = args.index("--") if "--" in args else len(args)
+    sys.exit(_compile(args[:cut], set(args[cut + 1:]) if "--" in args else set(args)))

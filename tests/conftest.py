@@ -5,6 +5,11 @@ from pathlib import Path
 
 import pytest
 
+# Every test (and every command a test starts) runs on the whole registry's executor, compiled
+# once for the session: a cold cache would otherwise compile one executor per graph's node
+# types (animgraph.executor.load).  Tests of that first-run path unset this themselves.
+os.environ.setdefault("ANIMGRAPH_EXECUTOR", "full")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_MOCAP = Path(os.environ.get("ANIMGRAPH_SHARED", ROOT.parent / "shared")) / "data" / "mocap"
 

@@ -276,20 +276,27 @@ def test_closed_stdout_stops_quietly():
 
 def test_first_run_says_it_is_compiling(capsys, monkeypatch, tmp_path):
     """On a cold cache a command that runs kernels says so first (once, on stderr); warm, it says nothing."""
-    from animgraph import cache, cli, graphs
+    from animgraph import cache, cli, executor, graphs
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     assert cache.is_cold()
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "k.nbi").write_bytes(b"")
     assert not cache.is_cold()
-    for cold in (True, False):
+    for cold, compiled in ((True, False), (False, False), (False, True)):
+        # (False, False): another graph's executor is cached, not the one for this graph's node types.
         monkeypatch.setattr(cli.cache, "is_cold", lambda: cold)
+        monkeypatch.setattr(executor, "compiled", lambda entry="run_serial", used=None, c=compiled: c)
         assert main(["run", str(graphs.path("blend")), "--frames", "1"]) == 0
         err = capsys.readouterr().err
-        assert ("compiling the kernels" in err) == cold and len(err.splitlines()) <= 1
+        assert ("compiling the kernels" in err) != compiled and len(err.splitlines()) <= 1
     assert main(["validate", str(graphs.path("blend"))]) == 0  # validating compiles nothing
     assert "compiling" not in capsys.readouterr().err
+    monkeypatch.setattr(cli.cache, "is_cold", lambda: True)
+    (tmp_path / "bad.json").write_text("{")
+    assert main(["run", str(tmp_path / "bad.json"), "--frames", "1"]) == 2  # a graph that does not load compiles nothing
+    err = capsys.readouterr().err
+    assert "compiling" not in err and len(err.splitlines()) == 1
 
 
 def test_first_batch_run_says_it_is_compiling_the_lane_executor(capsys, monkeypatch):
@@ -298,7 +305,7 @@ def test_first_batch_run_says_it_is_compiling_the_lane_executor(capsys, monkeypa
 
     monkeypatch.setattr(cli.cache, "is_cold", lambda: False)
     for compiled in (False, True):
-        monkeypatch.setattr(executor, "compiled", lambda entry, compiled=compiled: compiled or entry != "run_tiles")
+        monkeypatch.setattr(executor, "compiled", lambda entry, used=None, c=compiled: c or entry != "run_tiles")
         assert main(["run", str(graphs.path("blend")), "--frames", "1", "--batch", "16"]) == 0
         err = capsys.readouterr().err
         assert ("compiling the kernels" in err) != compiled

@@ -22,15 +22,16 @@ import json, sys
 from animgraph import cli, executor, warm
 helpers = []
 start = warm.start
-def spy(key, names):
-    proc = start(key, names)
+def spy(key, names, cover=None):
+    proc = start(key, names, cover)
     if proc is not None:
         helpers.append(proc)
     return proc
 warm.start = spy
 status = cli.main(["run", sys.argv[1], "--frames", "30", "--out", sys.argv[2]])
 loaded = sum(1 for _, k, _ in executor.kernel_signatures() if sum(k.stats.cache_hits.values()))
-print(json.dumps([status, [p.returncode for p in helpers], loaded]))
+covers = [list(m.COVERS) for m in executor._LOADED.values()]
+print(json.dumps([status, [p.returncode for p in helpers], loaded, covers]))
 """
 
 
@@ -39,25 +40,28 @@ def _run(tmp_path, name, env):
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(GRAPH), str(out)], capture_output=True, text=True,
                           timeout=600, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
-    status, helpers, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
-    return status, helpers, loaded, np.load(out)
+    status, helpers, loaded, covers = json.loads(proc.stdout.strip().splitlines()[-1])
+    return status, helpers, loaded, covers, np.load(out)
 
 
 @pytest.mark.skipif(not cache.saves_are_locked() or (os.cpu_count() or 1) < 2, reason="needs fcntl and 2 CPUs")
 def test_cold_compile_in_two_processes_equals_one(tmp_path):
-    # Cold, private cache: the helper starts, is reaped (an exit status, no zombie) and the main
-    # process loads some kernels it compiled; the outputs equal a single-process compile's.
-    status, helpers, loaded, two = _run(tmp_path, "two", {"ANIMGRAPH_CACHE": str(tmp_path / "cache"),
-                                                         "ANIMGRAPH_COMPILE_JOBS": "2"})
+    # Cold, private cache, as a user's first run: the executor has branches for the graph's node
+    # types only; the helper starts, is reaped (an exit status, no zombie) and the main process
+    # loads some kernels it compiled.  The outputs equal the whole registry's executor's, compiled
+    # by one process, bit for bit.
+    cold = {"ANIMGRAPH_CACHE": str(tmp_path / "cache"), "ANIMGRAPH_COMPILE_JOBS": "2", "ANIMGRAPH_EXECUTOR": ""}
+    status, helpers, loaded, covers, two = _run(tmp_path, "two", cold)
+    types = sorted({n["type"] for n in json.loads(GRAPH.read_text())["nodes"]})
     assert status == 0 and len(helpers) == 1 and helpers[0] is not None, helpers
     assert loaded > 0
+    assert [sorted(c) for c in covers] == [types] and len(types) < len(executor.kinds())
     # Warm now: no helper.
-    status, helpers, _, again = _run(tmp_path, "again", {"ANIMGRAPH_CACHE": str(tmp_path / "cache"),
-                                                        "ANIMGRAPH_COMPILE_JOBS": "2"})
+    status, helpers, _, _, again = _run(tmp_path, "again", cold)
     assert status == 0 and helpers == []
-    # One process (the user's cache, usually warm: compiled by one process).
-    status, helpers, _, one = _run(tmp_path, "one", {"ANIMGRAPH_COMPILE_JOBS": "1"})
-    assert status == 0 and helpers == []
+    # One process, the whole registry (the session's cache: compiled by one process).
+    status, helpers, _, covers, one = _run(tmp_path, "one", {"ANIMGRAPH_COMPILE_JOBS": "1", "ANIMGRAPH_EXECUTOR": "full"})
+    assert status == 0 and helpers == [] and covers == [list(executor.kinds())]
     assert sorted(two.files) == sorted(one.files)
     for name in one.files:
         nan = one[name].dtype.kind == "f"  # bit-identical floats, NaN where the other has NaN

@@ -1,6 +1,7 @@
 """The compiled executor and the runtime: against ag.ops composed by hand, batches, inputs, edits,
 reset and teleport.  Every test shares one compiled executor (animgraph.executor.load caches it)."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 import animgraph as ag
 from animgraph.node import REGISTRY
-from animgraph import executor
+from animgraph import executor, graphs
 from animgraph.maths import qmul, qrot
 
 DT = 1 / 60
@@ -336,6 +337,42 @@ def test_executor_source_and_cache():
     assert module.PATH.read_text() == text and module.PATH.name == f"executor_{module.KEY}.py"
     assert not list(module.PATH.parent.glob("*.tmp"))
     assert executor.source(names[:-1]) != text
+
+
+def test_a_cold_cache_compiles_only_the_graphs_node_types(monkeypatch):
+    """Until the whole registry's executor is compiled, a plan runs on one with branches for its node types only:
+    the same kernels, so the same outputs bit for bit; once it is compiled, every plan shares it."""
+    monkeypatch.delenv(executor.FULL_ENV, raising=False)
+    path = Path(graphs.path("ik_lookat_footlock"))
+    types = {n["type"] for n in json.loads(path.read_text())["nodes"]}
+    monkeypatch.setattr(executor, "_full_compiled", lambda names: False)
+    plan = ag.compile(path)
+    assert plan.executor.COVERS == tuple(n for n in executor.kinds() if n in types) and types < set(executor.kinds())
+    assert plan.executor.KEY != executor.load().KEY and plan.executor.KINDS == executor.kinds()
+    assert executor.load(types) is plan.executor, "one module per set of node types"
+    text = executor.source(executor.kinds(), plan.executor.COVERS)
+    for i, name in enumerate(executor.kinds()):
+        assert (f"kind == {i}:  # {name}" in text) == (name in types)
+    full = ag.compile(path)
+    full.executor = executor.load()
+    a, b = plan.instance(), full.instance()
+    for _ in range(40):
+        assert_pose(frozen(a.step(DT))["out"], frozen(b.step(DT))["out"], atol=0)
+    # A plan handed an executor without its node types is given one that has them.
+    other = ag.compile(graphs.path("blend"))
+    other.executor = plan.executor
+    assert not executor.covers(other.executor, other.node_types)
+    other.instance()
+    assert executor.covers(other.executor, other.node_types)
+    # Compiled whole: every graph shares it; the environment can ask for it always.
+    monkeypatch.setattr(executor, "_full_compiled", lambda names: True)
+    assert executor.load(types) is executor.load()
+    monkeypatch.setattr(executor, "_full_compiled", lambda names: False)
+    monkeypatch.setenv(executor.FULL_ENV, "full")
+    assert executor.load(types) is executor.load()
+    with pytest.raises(ag.GraphError, match="unknown node type 'nope'"):
+        monkeypatch.delenv(executor.FULL_ENV)
+        executor.load({"nope"})
 
 
 def test_write_once_is_atomic_and_idempotent(tmp_path):
