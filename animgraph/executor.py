@@ -6,9 +6,9 @@ directory as ``executor_<key>.py``, where ``key`` hashes the kernel sources, the
 node registry and the numba/Python versions: numba's on-disk cache for it can
 never be stale, and a graph edit (new tables) never recompiles.  Every slot index
 comes from the tables, never from a literal, so each kernel is compiled once.
-Until that whole executor is compiled, ``load(used)`` gives a graph one with branches
-for its own node types only (the same kind codes and kernels): a cold first run
-compiles what it uses, about half of everything for the demo.
+On a cold cache, ``load(used)`` gives the first graph one with branches for its own node
+types only (the same kind codes and kernels): a first run compiles what it uses, about
+half of everything for the demo.  A graph of other node types compiles the whole one.
 
 Arguments of ``run_serial``/``run_parallel`` (B characters), few and flat so that
 a call costs little Python::
@@ -34,11 +34,13 @@ describes.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -315,9 +317,10 @@ def cache_path(key):
 def load(used=None):
     """The executor module for the node types ``used`` (default: the whole registry); generated and imported once.
 
-    A cold cache compiles only the branches a graph uses (``used``: its node types), which is
-    what a first run waits for; once the whole registry's executor is compiled it serves every
-    graph, so a graph edit never compiles.  ``ANIMGRAPH_EXECUTOR=full`` always takes the whole one.
+    A cold cache compiles only the branches the first graph uses (``used``: its node types),
+    which is what a first run waits for; a graph of other node types then compiles the whole
+    registry's executor, which serves every graph from then on, so a graph edit never compiles
+    (``_cover``).  ``ANIMGRAPH_EXECUTOR=full`` always takes the whole one.
     """
     names = kinds()
     return _module(names, _cover(names, used))
@@ -354,7 +357,12 @@ def _any_module(names):
 
 
 def _cover(names, used):
-    """The node types ``load(used)`` gives branches: ``used`` (in kind order) until the whole registry is compiled."""
+    """The node types ``load(used)`` gives branches (see ``load``).
+
+    The first executor a cold cache compiles covers ``used`` only; a later graph it covers
+    shares it; a graph with other node types gets the whole registry's, compiled once for
+    good, so at most one partial executor is ever compiled before graph edits stop compiling.
+    """
     if used is None or os.environ.get(FULL_ENV, "").strip().lower() == "full":
         return names
     used = set(used)
@@ -364,7 +372,32 @@ def _cover(names, used):
     cover = tuple(name for name in names if name in used)
     if cover == names or _full_compiled(names):
         return names
-    return cover
+    first = _partial_cover(names)
+    if first is None:
+        return cover
+    return first if used <= set(first) else names
+
+
+def _partial_cover(names):
+    """The node types of this version's partial executor, loaded in this process or compiled on disk; else None."""
+    for cover in _LOADED:
+        if cover != names:
+            return cover
+    try:
+        files = sorted(cache_path("").parent.glob("executor_*.py"))
+    except OSError:
+        return None
+    for path in files:
+        try:
+            found = re.search(r"^COVERS = (\(.*\))", path.read_text(encoding="utf-8"), re.M)
+            cover = tuple(ast.literal_eval(found.group(1))) if found else None
+        except (OSError, ValueError, SyntaxError):
+            continue
+        if cover and cover != names and set(cover) <= set(names):
+            key = _key(source(names, cover), cover)
+            if path.name == f"executor_{key}.py" and _compiled(key):
+                return cover
+    return None
 
 
 def _full_compiled(names):

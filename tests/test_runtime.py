@@ -340,12 +340,14 @@ def test_executor_source_and_cache():
 
 
 def test_a_cold_cache_compiles_only_the_graphs_node_types(monkeypatch):
-    """Until the whole registry's executor is compiled, a plan runs on one with branches for its node types only:
-    the same kernels, so the same outputs bit for bit; once it is compiled, every plan shares it."""
+    """On a cold cache the first plan runs on an executor with branches for its node types only: the same
+    kernels, so the same outputs bit for bit.  Graphs it covers share it; one with other node types gets the
+    whole registry's, as does every graph once that is compiled."""
     monkeypatch.delenv(executor.FULL_ENV, raising=False)
     path = Path(graphs.path("ik_lookat_footlock"))
     types = {n["type"] for n in json.loads(path.read_text())["nodes"]}
     monkeypatch.setattr(executor, "_full_compiled", lambda names: False)
+    monkeypatch.setattr(executor, "_partial_cover", lambda names: None)  # nothing compiled yet
     plan = ag.compile(path)
     assert plan.executor.COVERS == tuple(n for n in executor.kinds() if n in types) and types < set(executor.kinds())
     assert plan.executor.KEY != executor.load().KEY and plan.executor.KINDS == executor.kinds()
@@ -358,20 +360,33 @@ def test_a_cold_cache_compiles_only_the_graphs_node_types(monkeypatch):
     a, b = plan.instance(), full.instance()
     for _ in range(40):
         assert_pose(frozen(a.step(DT))["out"], frozen(b.step(DT))["out"], atol=0)
-    # A plan handed an executor without its node types is given one that has them.
+    # Now compiled: found in this process and on disk.  A graph it covers shares it; one with other types
+    # gets the whole registry's executor (then every later graph shares that).
+    monkeypatch.undo()
+    monkeypatch.delenv(executor.FULL_ENV, raising=False)
+    monkeypatch.setattr(executor, "_full_compiled", lambda names: False)
+    assert executor._partial_cover(executor.kinds()) == plan.executor.COVERS
+    monkeypatch.setattr(executor, "_LOADED", {})
+    assert executor._partial_cover(executor.kinds()) == plan.executor.COVERS, "read back from the cache"
+    monkeypatch.undo()
+    monkeypatch.delenv(executor.FULL_ENV, raising=False)
+    monkeypatch.setattr(executor, "_full_compiled", lambda names: False)
+    assert executor.load({"output", "look_at"} & types) is plan.executor
     other = ag.compile(graphs.path("blend"))
+    assert other.executor is executor.load() and not executor.covers(plan.executor, other.node_types)
+    # A plan handed an executor without its node types is given one that has them.
     other.executor = plan.executor
-    assert not executor.covers(other.executor, other.node_types)
     other.instance()
-    assert executor.covers(other.executor, other.node_types)
+    assert other.executor is executor.load()
     # Compiled whole: every graph shares it; the environment can ask for it always.
     monkeypatch.setattr(executor, "_full_compiled", lambda names: True)
     assert executor.load(types) is executor.load()
     monkeypatch.setattr(executor, "_full_compiled", lambda names: False)
+    monkeypatch.setattr(executor, "_partial_cover", lambda names: None)
     monkeypatch.setenv(executor.FULL_ENV, "full")
     assert executor.load(types) is executor.load()
+    monkeypatch.delenv(executor.FULL_ENV)
     with pytest.raises(ag.GraphError, match="unknown node type 'nope'"):
-        monkeypatch.delenv(executor.FULL_ENV)
         executor.load({"nope"})
 
 
