@@ -484,10 +484,11 @@ def _node_types(args):
 
 
 class _compile_progress:
-    """The first-run line on stderr; on a terminal, followed by ``k/N node kernels`` as numba finishes each.
+    """The first-run line on stderr, printed when numba starts the first compile (a command that fails
+    before compiling says nothing of it); on a terminal, followed by ``k/N node kernels`` as numba
+    finishes each of ``cover``'s kernels (the node types the executor compiles; default all).
 
-    Counted from numba's compile events for the kernels of ``cover`` (the node types the
-    executor compiles; default all); anything unexpected there only loses the count, never the command.
+    Anything unexpected in numba's events only loses the count (or prints the line at once), never the command.
     """
 
     def __init__(self, estimate=COMPILE_ESTIMATE, cover=None):
@@ -496,45 +497,53 @@ class _compile_progress:
     def __enter__(self):
         self.tty = sys.stderr.isatty()
         self.line = COMPILING.format(self.estimate)
-        print(self.line, file=sys.stderr, end="" if self.tty else "\n", flush=True)
+        self.said = False
         self.listener = None
-        if self.tty:
-            try:
-                from numba.core import event
+        try:
+            from numba.core import event
 
-                from .node import REGISTRY
+            from .node import REGISTRY
 
-                dispatchers = {id(getattr(n.KERNEL, "py_func", n.KERNEL)): n.KERNEL for name, n in REGISTRY.items()
-                               if self.cover is None or name in self.cover}
-                done = set()
-                line = self.line
+            dispatchers = {id(getattr(n.KERNEL, "py_func", n.KERNEL)): n.KERNEL for name, n in REGISTRY.items()
+                           if self.cover is None or name in self.cover}
+            done = set()
+            progress = self
 
-                class Listener(event.Listener):
-                    def on_start(self, ev):
-                        pass
+            class Listener(event.Listener):
+                def on_start(self, ev):
+                    progress.say()
 
-                    def on_end(self, ev):
-                        # A kernel the compile helper (animgraph.warm) cached is loaded with no compile
-                        # event: it counts once it has an overload, seen at the next event.
-                        f = id(getattr(ev.data.get("dispatcher"), "py_func", None))
-                        now = {k for k, d in dispatchers.items() if k == f or getattr(d, "overloads", None)}
-                        if now - done:
-                            done.update(now)
-                            print(f"\r{line} {len(done)}/{len(dispatchers)} node kernels", end="",
-                                  file=sys.stderr, flush=True)
+                def on_end(self, ev):
+                    if not progress.tty:
+                        return
+                    # A kernel the compile helper (animgraph.warm) cached is loaded with no compile
+                    # event: it counts once it has an overload, seen at the next event.
+                    f = id(getattr(ev.data.get("dispatcher"), "py_func", None))
+                    now = {k for k, d in dispatchers.items() if k == f or getattr(d, "overloads", None)}
+                    if now - done:
+                        done.update(now)
+                        print(f"\r{progress.line} {len(done)}/{len(dispatchers)} node kernels", end="",
+                              file=sys.stderr, flush=True)
 
-                self.listener = Listener()
-                event.register("numba:compile", self.listener)
-            except Exception:  # noqa: BLE001 (a progress count is never worth a failure)
-                self.listener = None
+            self.listener = Listener()
+            event.register("numba:compile", self.listener)
+        except Exception:  # noqa: BLE001 (a progress count is never worth a failure)
+            self.listener = None
+            self.say()
         return self
+
+    def say(self):
+        """Print the line, once."""
+        if not self.said:
+            self.said = True
+            print(self.line, file=sys.stderr, end="" if self.tty else "\n", flush=True)
 
     def __exit__(self, *exc):
         if self.listener is not None:
             from numba.core import event
 
             event.unregister("numba:compile", self.listener)
-        if self.tty:
+        if self.tty and self.said:
             print(file=sys.stderr, flush=True)
         return False
 

@@ -1,5 +1,6 @@
 """The command line: --version, info numbers on every clip, one-line errors with exit status 2."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -274,8 +275,24 @@ def test_closed_stdout_stops_quietly():
     assert proc.wait(timeout=120) == 141 and err == ""
 
 
+def _compiling_run(monkeypatch):
+    """Make ``animgraph run`` compile something first, as a cold cache does (a fresh jitted function each call)."""
+    import numba
+
+    from animgraph import runner
+
+    original = runner.run_graph_file
+
+    def run_graph_file(*args, **kwargs):
+        numba.njit(lambda x: x + 1)(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_graph_file", run_graph_file)
+
+
 def test_first_run_says_it_is_compiling(capsys, monkeypatch, tmp_path):
-    """On a cold cache a command that runs kernels says so first (once, on stderr); warm, it says nothing."""
+    """On a cold cache a command that runs kernels says so when it starts compiling (once, on stderr); warm, or
+    failing before anything compiles, it says nothing of it."""
     from animgraph import cache, cli, executor, graphs
 
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
@@ -283,6 +300,7 @@ def test_first_run_says_it_is_compiling(capsys, monkeypatch, tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "k.nbi").write_bytes(b"")
     assert not cache.is_cold()
+    _compiling_run(monkeypatch)
     for cold, compiled in ((True, False), (False, False), (False, True)):
         # (False, False): another graph's executor is cached, not the one for this graph's node types.
         monkeypatch.setattr(cli.cache, "is_cold", lambda: cold)
@@ -294,9 +312,31 @@ def test_first_run_says_it_is_compiling(capsys, monkeypatch, tmp_path):
     assert "compiling" not in capsys.readouterr().err
     monkeypatch.setattr(cli.cache, "is_cold", lambda: True)
     (tmp_path / "bad.json").write_text("{")
-    assert main(["run", str(tmp_path / "bad.json"), "--frames", "1"]) == 2  # a graph that does not load compiles nothing
+    assert main(["run", str(tmp_path / "bad.json"), "--frames", "1"]) == 2  # a graph that does not load
     err = capsys.readouterr().err
     assert "compiling" not in err and len(err.splitlines()) == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(cli.cache, "is_cold", lambda: True)
+    # Refused after loading the graph, before compiling anything: one line, the error.
+    assert main(["run", str(graphs.path("blend")), "--frames", "1", "--pose-output", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "compiling" not in err and len(err.splitlines()) == 1 and "nope" in err
+
+
+def test_the_compile_line_comes_at_the_first_compile_and_once():
+    import io
+
+    import numba
+
+    from animgraph import cli
+
+    for compiles in (0, 1, 3):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), cli._compile_progress("9 s"):
+            for _ in range(compiles):
+                numba.njit(lambda x: x * 2)(3)
+        assert err.getvalue().count("compiling the kernels") == min(compiles, 1), err.getvalue()
+        assert compiles == 0 or "about 9 s" in err.getvalue()
 
 
 def test_first_batch_run_says_it_is_compiling_the_lane_executor(capsys, monkeypatch):
@@ -304,6 +344,7 @@ def test_first_batch_run_says_it_is_compiling_the_lane_executor(capsys, monkeypa
     from animgraph import cli, executor, graphs
 
     monkeypatch.setattr(cli.cache, "is_cold", lambda: False)
+    _compiling_run(monkeypatch)
     for compiled in (False, True):
         monkeypatch.setattr(executor, "compiled", lambda entry, used=None, c=compiled: c or entry != "run_tiles")
         assert main(["run", str(graphs.path("blend")), "--frames", "1", "--batch", "16"]) == 0

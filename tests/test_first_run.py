@@ -41,6 +41,9 @@ def _run(tmp_path, name, env):
                           timeout=600, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
     status, helpers, loaded, covers = json.loads(proc.stdout.strip().splitlines()[-1])
+    said = proc.stderr.count("compiling the kernels")
+    if name in ("two", "again"):  # the private cache: cold, then warm ("one" runs on the session's cache)
+        assert said == (name == "two"), proc.stderr
     return status, helpers, loaded, covers, np.load(out)
 
 
