@@ -222,7 +222,7 @@ def path_globals(local, path, first, last, glob, parent):
 # error_model numpy: a float divide by zero gives inf (then selected away), not a check and a branch.
 @njit(cache=True, fastmath=CONTRACT, error_model="numpy")
 def two_bone_ik_tile(local, path, ia, ib, ic, hinge, tpos, tvel, out, glob, parent, solved):
-    """``ops.two_bone_ik`` (weight 1) of every lane of ``local`` into ``out`` (a separate buffer).
+    """``ops.two_bone_ik`` (weight 1) of every lane of ``local`` into ``out`` (a separate buffer, or ``local``).
 
     ``path``: the joints from a root down to the end joint (``ik_path``), ``ia``/``ib``/``ic``
     the positions of root, mid and end in it; ``hinge`` (3,) float32; ``tpos``/``tvel``
@@ -230,8 +230,9 @@ def two_bone_ik_tile(local, path, ia, ib, ic, hinge, tpos, tvel, out, glob, pare
     ((len(path) + 1) * JOINT) with joint 0 the identity (``ik_scratch``), ``parent`` (JOINT),
     ``solved`` (SOLVED * LANES).
     """
-    for i in range(out.shape[0]):
-        out[i] = local[i]
+    if local.ctypes.data != out.ctypes.data:  # in place, only the chain's two joints are written
+        for i in range(out.shape[0]):
+            out[i] = local[i]
     hinge = (F32(hinge[0]), F32(hinge[1]), F32(hinge[2]))
     path_globals(local, path, 0, ic + 1, glob, parent)
     ja, jb = path[ia], path[ib]

@@ -37,6 +37,11 @@ Per-asset hooks: ``CLIP_TABLES`` (above), and ``clip_variants()`` with ``clip_va
 the variants of a clip a node needs prepared (the sample node's root-relative clip), each
 a clip of its own in the frame array with its own ``ClipRange``.  The core planner and
 executor name no node module: everything a node type precomputes comes through these.
+
+In place (optional, ``IN_PLACE = {"pose": "pose"}``): a node whose output is its input with a
+few joints changed (``two_bone_ik``) may take over the input's pose slot when no later op
+reads that input; its kernels then find ``ins[...] == outs[...]`` and must write only what
+they change (reading each value before writing it).  Debug plans never do this.
 - ``dt`` the frame time in seconds.
 
 Lane tiles (optional, ``@register(kernel, tile=tile_kernel)``): batches of at least
@@ -216,6 +221,9 @@ class Node(BaseModel):
     CLIP_TABLES: ClassVar[tuple] = ()  # ClipTable per-frame tables the kernel reads from db
     KERNEL: ClassVar[object] = None  # set by ``register``
     TILE_KERNEL: ClassVar[object] = None  # set by ``register(kernel, tile=...)``: the lane-tile kernel, if any
+    # Pose output -> pose input whose slot it may take over when nothing reads the input after this op: the
+    # kernels then find the input already in the output (same slot index) and write only what they change.
+    IN_PLACE: ClassVar[dict] = {}
     # What the editor and the checks need, declared by each node file:
     CATEGORY: ClassVar[str] = ""  # palette group: one of CATEGORIES
     FIELD_KINDS: ClassVar[dict] = {}  # field -> FIELD_KINDS entry, for fields that are more than a number

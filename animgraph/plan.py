@@ -355,6 +355,23 @@ def _frame_db(skeleton, clips, variants=()):
 # ---------------------------------------------------------------- layout
 
 
+def _taken_over(node, nid, i, checked, last_read, kept):
+    """{output port: source} for the pose outputs of op ``i`` that take over their ``IN_PLACE`` input's slot.
+
+    Only when this op is the source's last reader, the source is not kept (a graph output, or
+    every node in a debug plan) and no other input of the op reads it.
+    """
+    taken = {}
+    for out, inp in node.IN_PLACE.items():
+        src = checked.feeds.get((nid, inp))
+        if (src is None or last_read.get(src) != i or src[0] in kept or out not in checked.outputs[nid]
+                or checked.outputs[nid][out].signal != "pose"):
+            continue
+        if sum(checked.feeds.get((nid, name)) == src for name in checked.inputs[nid]) == 1:
+            taken[out] = src
+    return taken
+
+
 class _Slots:
     """Pose slot allocator: lowest free slot first."""
 
@@ -443,9 +460,12 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
             else:
                 io.append(-1)
         row.append(len(io))
+        taken = _taken_over(node, nid, i, checked, last_read, kept)
         for name, port in checked.outputs[nid].items():
             pose_io.append(port.signal == "pose")
-            if port.signal == "pose":
+            if name in taken:
+                located[(nid, name)] = located[taken[name]]
+            elif port.signal == "pose":
                 located[(nid, name)] = slots.take()
             else:
                 located[(nid, name)] = sig_block(np.zeros(SIGNAL_SIZE[port.signal]))
@@ -453,7 +473,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         row.append(len(io))
         # Free what this op was the last to read, and its pose outputs nobody reads.
         for src, last in last_read.items():
-            if last == i and src[0] not in kept:
+            if last == i and src[0] not in kept and src not in taken.values():
                 slots.give(located[src])
         for name, port in checked.outputs[nid].items():
             if port.signal == "pose" and (nid, name) not in last_read and nid not in kept:

@@ -56,9 +56,10 @@ def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
         w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
     hinge = (par[PAR.hinge], par[PAR.hinge + 1], par[PAR.hinge + 2])
     ja, jb, jc = int(par[PAR.root]), int(par[PAR.mid]), int(par[PAR.end])
-    two_bone_ik_kernel(
-        slot(pose, ins[IN.pose]), db[DB_PARENTS], ja, jb, jc, hinge, tpos, tvel, w, dw, slot(pose, outs[OUT.pose])
-    )
+    out = slot(pose, outs[OUT.pose])
+    if ins[IN.pose] != outs[OUT.pose]:  # else in place (IN_PLACE): only the chain's two joints are written
+        copy_pose(slot(pose, ins[IN.pose]), out)
+    apply_two_bone(out, db[DB_PARENTS], ja, jb, jc, hinge, tpos, tvel, w, dw)
 
 
 @njit(cache=True)
@@ -125,6 +126,7 @@ class TwoBoneIK(Node):
     weight: float = unit_field(1.0, "0 leaves the pose, 1 reaches the target")
 
     CATEGORY = "IK"
+    IN_PLACE = {"pose": "pose"}
     FIELD_KINDS = {"root": "joint", "mid": "joint", "end": "joint", "hinge": "axis"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS

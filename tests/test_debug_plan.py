@@ -33,9 +33,10 @@ def pose_ports(plan):
     return [(nid, name) for nid in plan.order for name, p in plan.checked.outputs[nid].items() if p.signal == "pose"]
 
 
-@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("batch", [1, 2, 19])  # 19: lane tiles, a full and a padded one
 @pytest.mark.parametrize("name", graphs.names())
 def test_debug_plan_outputs_are_bit_identical(name, batch):
+    """Also the in-place ops (``Node.IN_PLACE``) of the default plan against the debug plan's separate slots."""
     default = ag.compile(graphs.path(name), batch=batch).instance()
     debug = ag.compile(graphs.path(name), batch=batch, reuse_slots=False).instance()
     plan = debug.plan

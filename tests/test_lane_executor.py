@@ -89,6 +89,23 @@ def test_chain_on_lanes_equals_per_character():
     assert values <= 1e-5 and rates <= 1e-4, (values, rates)
 
 
+def test_in_place_ik_equals_ik_into_its_own_slot():
+    # The chain's IK ops run in place (Node.IN_PLACE); a debug plan gives each its own slot.  Bit for bit, on
+    # tiles (weight 1, and a mixed tile run lane by lane) and per character.
+    skel, clips = chain_assets()
+    w = np.ones(40)
+    w[20] = 0.5
+    for lanes in (True, False):
+        plain = compile_graph(weighted_chain(), batch=40, assets=clips).instance(lanes=lanes)
+        debug = compile_graph(weighted_chain(), batch=40, assets=clips, reuse_slots=False).instance(lanes=lanes)
+        ik = plain.plan.order.index("left_ik")
+        assert plain.plan.io[plain.plan.ops[ik, 1]] == plain.plan.io[plain.plan.ops[ik, 2]], "in place"
+        for _ in range(5):
+            a, b = plain.step(1 / 60, {"w": w})["out"], debug.step(1 / 60, {"w": w})["out"]
+            for u, v in zip(a.as_tuple(), b.as_tuple()):
+                np.testing.assert_array_equal(u, v)
+
+
 def weighted_chain():
     """The chain with the left leg's IK weight an input (1 on some tiles, mixed on others)."""
     d = chain_graph().to_dict()

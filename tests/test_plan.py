@@ -47,9 +47,16 @@ def check_liveness(plan):
             src = plan.checked.feeds.get((nid, port.name))
             if port.signal == "pose" and src is not None:
                 assert written[loc] == src, f"{nid}.{port.name} reads slot {loc} holding {written[loc]}, not {src}"
+        read = {p.name: i for p, i in zip(in_ports, ins) if p.signal == "pose"}
         for port, loc in zip(out_ports, outs):
             if port.signal == "pose":
-                assert loc not in [i for p, i in zip(in_ports, ins) if p.signal == "pose"], "op writes a slot it reads"
+                if loc in read.values():  # only an IN_PLACE output, over its own input, read by nobody later
+                    inp = node.IN_PLACE.get(port.name)
+                    assert read.get(inp) == loc and list(read.values()).count(loc) == 1, f"{nid} writes a slot it reads"
+                    src = plan.checked.feeds[(nid, inp)]
+                    later = [(n, p) for n, p in plan.checked.feeds if plan.checked.feeds[(n, p)] == src
+                             and plan.order.index(n) > plan.order.index(nid)]
+                    assert not later and src[0] not in plan.outputs, f"{nid} overwrites {src}, still needed"
                 if loc in pinned:
                     assert written.get(loc, (None,))[0] not in plan.outputs, f"output slot {loc} rewritten by {nid}"
                 written[loc] = (nid, port.name)
@@ -77,6 +84,30 @@ def test_fan_out_liveness():
     check_liveness(plan)
     results = [loc for kind, loc, _ in plan.outputs.values()]
     assert len(set(results)) == len(results) == 4
+
+
+IK_LEG = {"type": "two_bone_ik", "root": "LeftUpLeg", "mid": "LeftLeg", "end": "LeftFoot"}
+
+
+def test_in_place_ops_take_over_their_input_slot_only_when_nobody_reads_it_later():
+    nodes = [{"id": "clip", "type": "sample", "clip": "walk"}, {"id": "ik1", **IK_LEG}, {"id": "ik2", **IK_LEG},
+             {"id": "fk", "type": "fk"}, {"id": "out", "type": "output"},
+             {"id": "target", "type": "constant", "signal": "vec3", "value": [0.1, 0.1, 0.2]}]
+    links = [["clip.pose", "ik1.pose"], ["ik1.pose", "ik2.pose"], ["ik2.pose", "fk.pose"], ["fk.pose", "out.pose"],
+             ["target.value", "ik1.target"], ["target.value", "ik2.target"]]
+    plan = make_plan(graph(nodes, links))
+    check_liveness(plan)
+    slot = {nid: outs[0] for nid, _, outs in rows(plan)}
+    assert slot["clip"] == slot["ik1"] == slot["ik2"] != slot["fk"], "the IK chain runs in one slot"
+    # The clip's pose read again after ik1 (a second output): ik1 must not overwrite it.
+    plan = make_plan(graph(nodes + [{"id": "raw", "type": "output"}], links + [["clip.pose", "raw.pose"]]))
+    check_liveness(plan)
+    slot = {nid: outs[0] for nid, _, outs in rows(plan)}
+    assert slot["ik1"] != slot["clip"] and slot["ik2"] == slot["ik1"]
+    # A debug plan keeps every node's output: nothing in place.
+    plan = make_plan(graph(nodes, links), reuse_slots=False)
+    poses = [outs[0] for nid, _, outs in rows(plan) if nid != "target"]
+    assert len(set(poses)) == len(poses)
 
 
 def test_op_ranges_tile_params_and_state():
