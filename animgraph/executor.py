@@ -412,10 +412,14 @@ def _full_compiled(names):
 
 
 def _compiled(key, entry="run_serial"):
-    """Whether numba's disk cache holds ``entry`` of executor ``key`` (then a first call only loads code)."""
-    root = Path(numba.config.CACHE_DIR or cache.cache_dir() / "numba")
+    """Whether numba's disk cache holds ``entry`` of executor ``key`` (then a first call only loads code).
+
+    Looked up in numba's cache directory, and beside the generated module (``__pycache__``),
+    where numba caches it when no cache directory is configured.
+    """
+    roots = (Path(numba.config.CACHE_DIR or cache.cache_dir() / "numba"), cache_path(key).parent / "__pycache__")
     try:
-        return any(root.rglob(f"executor_{key}.{entry}-*.nbi"))
+        return any(any(root.rglob(f"executor_{key}.{entry}-*.nbi")) for root in roots if root.is_dir())
     except OSError:
         return False
 

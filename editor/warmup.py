@@ -21,9 +21,7 @@ def executor_is_cached():
     from animgraph import executor
 
     cache.configure_numba()
-    key = executor.load().KEY
-    root = cache.cache_dir() / "numba"
-    return root.is_dir() and any(root.rglob(f"executor_{key}.run_serial-*.nbc"))
+    return executor.compiled()  # the whole registry's: the editor's graphs may use any node type
 
 
 def start():
