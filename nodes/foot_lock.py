@@ -189,7 +189,8 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
 def foot_lock_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: lock the foot of the input pose into the output slot, the lock position to ``locked``."""
     out = slot(pose, outs[OUT.pose])
-    copy_pose(slot(pose, ins[IN.pose]), out)
+    if ins[IN.pose] != outs[OUT.pose]:  # else in place (IN_PLACE): only the leg's joints are written
+        copy_pose(slot(pose, ins[IN.pose]), out)
     m = ins[IN.motion]
     moving = m >= 0
     mvel, mang = ZERO, ZERO
@@ -239,6 +240,7 @@ class FootLockNode(Node):
     )
 
     CATEGORY = "IK"
+    IN_PLACE = {"pose": "pose"}
     FIELD_KINDS = {"joints": "joints", "hinge": "axis"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS

@@ -59,6 +59,12 @@ def look_at_delta(g, fwd, tpos, tvel, w, dw):
 def look_at_kernel(local, parents, j, fwd, tpos, tvel, w, dw, out):
     """Local pose tuple ``out``: ``local`` with joint ``j`` turned so ``fwd`` points at the target."""
     copy_pose(local, out)
+    look_at_in_place(out, parents, j, fwd, tpos, tvel, w, dw)
+
+
+@njit(cache=True)
+def look_at_in_place(out, parents, j, fwd, tpos, tvel, w, dw):
+    """``look_at_kernel`` on local pose tuple ``out`` itself: only joint ``j`` is written."""
     g = joint_global(out, parents, j)
     q, ang = look_at_delta(g, fwd, tpos, tvel, w, dw)
     set_global_rotation(out, parents, j, qmul(q, g[1]), vadd(ang, qrot(q, g[4])))
@@ -75,7 +81,10 @@ def look_at_node(ins, outs, par, st, pose, sig, db, dt):
         w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
     fwd = (par[PAR.forward], par[PAR.forward + 1], par[PAR.forward + 2])
     j = int(par[PAR.joint])
-    look_at_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], j, fwd, tpos, tvel, w, dw, slot(pose, outs[OUT.pose]))
+    out = slot(pose, outs[OUT.pose])
+    if ins[IN.pose] != outs[OUT.pose]:  # else in place (IN_PLACE)
+        copy_pose(slot(pose, ins[IN.pose]), out)
+    look_at_in_place(out, db[DB_PARENTS], j, fwd, tpos, tvel, w, dw)
 
 
 @register(look_at_node)
@@ -90,6 +99,7 @@ class LookAt(Node):
     weight: float = unit_field(1.0, "0 leaves the pose, 1 looks straight at the target")
 
     CATEGORY = "IK"
+    IN_PLACE = {"pose": "pose"}
     FIELD_KINDS = {"joint": "joint", "forward": "axis"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
