@@ -360,7 +360,9 @@ print(json.dumps({"import_s": t1 - t0, "plan_s": t3 - t2, "first_step_s": t4 - t
 
 
 def _startup_run(env):
-    proc = subprocess.run([sys.executable, "-c", _STARTUP], env=env, capture_output=True, text=True, timeout=1800)
+    # -P: the installed animgraph, never a source checkout in the working directory (see animgraph.warm).
+    proc = subprocess.run([sys.executable, "-P", "-c", _STARTUP], env=env, capture_output=True, text=True,
+                          timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"start-up subprocess failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])

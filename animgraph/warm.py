@@ -52,7 +52,7 @@ def start(key, names, cover=None):
         return None
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "animgraph.warm", *names, "--", *(names if cover is None else cover)],
+            helper_argv(names, cover),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             env={**os.environ, "ANIMGRAPH_COMPILE_JOBS": "1"},  # the helper starts no helper of its own
             close_fds=True,
@@ -63,6 +63,12 @@ def start(key, names, cover=None):
     if len(_HELPER) == 1:
         atexit.register(finish)
     return proc
+
+
+def helper_argv(names, cover=None):
+    """The helper's command line.  ``-P``: not the working directory first on ``sys.path``, where a source
+    checkout's ``animgraph/`` (``pip install . && animgraph demo`` run from it) would shadow the installed one."""
+    return [sys.executable, "-P", "-m", "animgraph.warm", *names, "--", *(names if cover is None else cover)]
 
 
 def finish():

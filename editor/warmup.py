@@ -26,7 +26,8 @@ def executor_is_cached():
 
 def start():
     """Start the warm-up child process (stdout/stderr to a pipe); returns the ``subprocess.Popen``."""
-    return subprocess.Popen([sys.executable, "-m", "animgraph.editor.warmup"], stdout=subprocess.PIPE,
+    # -P: a source checkout in the working directory must not shadow the installed package (see animgraph.warm).
+    return subprocess.Popen([sys.executable, "-P", "-m", "animgraph.editor.warmup"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
 

@@ -72,6 +72,25 @@ def test_cold_compile_in_two_processes_equals_one(tmp_path):
         assert np.array_equal(again[name], one[name], equal_nan=nan), name
 
 
+def test_children_import_the_installed_package_not_a_checkout_in_the_working_directory(tmp_path, monkeypatch):
+    # `pip install . && animgraph demo` runs from the source checkout, whose animgraph/ is not importable
+    # (nodes/ is mapped in by the install): a child Python that puts its working directory first fails.
+    # The compile helper, the editor's warm-up child and bench's start-up child all run from such a directory.
+    from animgraph import bench
+    from animgraph.editor import warmup
+
+    (tmp_path / "animgraph").mkdir()
+    (tmp_path / "animgraph" / "__init__.py").write_text("raise ImportError('the checkout, not the package')\n")
+    monkeypatch.chdir(tmp_path)
+    proc = subprocess.run(warm.helper_argv(executor.kinds(), ["constant"]), capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    child = warmup.start()
+    out, _ = child.communicate(timeout=600)
+    assert child.returncode == 0, out
+    assert bench._startup_run(dict(os.environ))["total_s"] > 0
+
+
 def test_jobs_from_the_environment(monkeypatch):
     monkeypatch.setenv("ANIMGRAPH_COMPILE_JOBS", "1")
     assert warm.jobs() == 1
