@@ -125,6 +125,20 @@ def _kernel_ref(name, which="KERNEL"):
     return module, attr
 
 
+def _dispatch(kinds, names, indent, call):
+    """Source lines ``if kind == i:`` / ``elif ...`` for the op kinds ``kinds``, each followed by ``call(i)``."""
+    lines = []
+    for n, i in enumerate(kinds):
+        lines.append(f"{indent}{'if' if n == 0 else 'elif'} kind == {i}:  # {names[i]}")
+        lines.append(f"{indent}    {call(i)}")
+    return lines
+
+
+def _db(i, own):
+    """The ``db`` a kind-``i`` kernel gets: its own (node types with ``CLIP_TABLES``) or the core one."""
+    return f"db{i}" if i in own else "db"
+
+
 def source(names, cover=None):
     """Python source of the executor module for node types ``names`` (in kind order).
 
@@ -170,9 +184,7 @@ def source(names, cover=None):
         f"    p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
         f"    x = t[table[o + {OP_STATE}]:table[o + {OP_STATE_END}]]",
     ]
-    for n, i in enumerate(use):
-        body.append(f"    {'if' if n == 0 else 'elif'} kind == {i}:  # {names[i]}")
-        body.append(f"        k{i}(ins, outs, p, x, pose, s, {f'db{i}' if i in own else 'db'}, dt)")
+    body += _dispatch(use, names, "    ", lambda i: f"k{i}(ins, outs, p, x, pose, s, {_db(i, own)}, dt)")
     args = "table, par, chars, vecs, rots, clipbuf, dt"
     # run_serial holds the per-character walk itself rather than calling ``character``: each
     # numba function's machine code is generated for everything it calls, so a separate
@@ -248,10 +260,8 @@ def _tiles_source(names, use, own, dbs, args):
             f"            if {' or '.join(f'kind == {i}' for i in tiled)}:",
             "                make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_tile, True)",
         ]
-        for n, i in enumerate(tiled):
-            db = f"db{i}" if i in own else "db"
-            lines.append(f"                {'if' if n == 0 else 'elif'} kind == {i}:  # {names[i]}")
-            lines.append(f"                    done = t{i}(ins, outs, p, chars[c0:c0 + LANES, s0:s1], tile, sg, {db}, dt)")
+        lines += _dispatch(tiled, names, " " * 16,
+                           lambda i: f"done = t{i}(ins, outs, p, chars[c0:c0 + LANES, s0:s1], tile, sg, {_db(i, own)}, dt)")
     lines += [
         "            if done:",
         "                mark_written(table, io_at, a1, a2, pose_io, in_tile, in_chars)",
@@ -264,10 +274,7 @@ def _tiles_source(names, use, own, dbs, args):
         "                s = chars[c, 0:n_sig]",
         "                x = chars[c, s0:s1]",
     ]
-    for n, i in enumerate(use):
-        db = f"db{i}" if i in own else "db"
-        lines.append(f"                {'if' if n == 0 else 'elif'} kind == {i}:  # {names[i]}")
-        lines.append(f"                    k{i}(ins, outs, p, x, pose, s, {db}, dt)")
+    lines += _dispatch(use, names, " " * 16, lambda i: f"k{i}(ins, outs, p, x, pose, s, {_db(i, own)}, dt)")
     lines += [
         "            mark_written(table, io_at, a1, a2, pose_io, in_chars, in_tile)",
         "        for k in range(keep.shape[0]):",
