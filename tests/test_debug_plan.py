@@ -106,3 +106,33 @@ def test_make_plan_never_compiles_and_records_every_output():
     assert plan.executor is None and not plan.reuse_slots
     want = {(nid, name) for nid in plan.order for name in plan.checked.outputs[nid]}
     assert set(plan.located) == want
+
+
+def test_in_place_ops_on_a_fan_out_equal_separate_slots():
+    """Two IKs read one pose (only the later may take its slot), one IK reads a blend: bit for bit the debug
+    plan's outputs, per character and on lane tiles."""
+    def leg(side):
+        return {"type": "two_bone_ik", "root": f"{side}UpLeg", "mid": f"{side}Leg", "end": f"{side}Foot"}
+
+    g = ag.Graph.from_dict({
+        "format": "animgraph.graph", "version": 1, "assets": {"walk": "animgraph:walk"},
+        "nodes": [{"id": "clip", "type": "sample", "clip": "walk", "loop": True},
+                  {"id": "t", "type": "input", "signal": "vec3"},
+                  {"id": "ik1", **leg("Left")}, {"id": "ik2", **leg("Right")}, {"id": "ik3", **leg("Left")},
+                  {"id": "mix", "type": "blend", "alpha": 0.4},
+                  {"id": "out", "type": "output"}, {"id": "o2", "type": "output"}],
+        "links": [["clip.pose", "ik1.pose"], ["clip.pose", "ik2.pose"], ["t.value", "ik1.target"],
+                  ["t.value", "ik2.target"], ["ik1.pose", "mix.a"], ["ik2.pose", "mix.b"], ["mix.pose", "ik3.pose"],
+                  ["t.value", "ik3.target"], ["ik3.pose", "out.pose"], ["ik1.pose", "o2.pose"]]})
+    for batch in (1, 19):
+        a = ag.compile(g, batch=batch).instance()
+        b = ag.compile(g, batch=batch, reuse_slots=False).instance()
+        slot = {nid: a.plan.io[r[2]] for nid, r in zip(a.plan.order, a.plan.ops)}
+        reads = {nid: a.plan.io[r[1]] for nid, r in zip(a.plan.order, a.plan.ops)}
+        assert slot["ik1"] != reads["ik1"] and slot["ik2"] == reads["ik2"] and slot["ik3"] == reads["ik3"]
+        for frame in range(30):
+            inputs = {"t": (np.array([0.1 * np.sin(frame / 5), 0.2, 0.3]), np.array([0.1, 0.0, -0.2]))}
+            x, y = a.step(DT, inputs), b.step(DT, inputs)
+            for nid in x:
+                for u, v in zip(x[nid].as_tuple(), y[nid].as_tuple()):
+                    np.testing.assert_array_equal(u, v, err_msg=f"batch {batch} {nid} frame {frame}")
