@@ -35,9 +35,9 @@ print(json.dumps([status, [p.returncode for p in helpers], loaded, covers]))
 """
 
 
-def _run(tmp_path, name, env):
+def _run(tmp_path, name, env, graph=GRAPH):
     out = tmp_path / f"{name}.npz"
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(GRAPH), str(out)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(graph), str(out)], capture_output=True, text=True,
                           timeout=600, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
     status, helpers, loaded, covers = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -62,6 +62,13 @@ def test_cold_compile_in_two_processes_equals_one(tmp_path):
     # Warm now: no helper.
     status, helpers, _, _, again = _run(tmp_path, "again", cold)
     assert status == 0 and helpers == []
+    # A graph of some of those node types, in a new process: it finds that executor on disk and shares it.
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"format": "animgraph.graph", "version": 1, "assets": {"walk": "animgraph:walk"},
+                                 "nodes": [{"id": "a", "type": "sample", "clip": "walk"}, {"id": "out", "type": "output"}],
+                                 "links": [["a.pose", "out.pose"]]}))
+    status, helpers, _, covers, _ = _run(tmp_path, "again", cold, small)
+    assert status == 0 and helpers == [] and [sorted(c) for c in covers] == [types]
     # One process, the whole registry (the session's cache: compiled by one process).
     status, helpers, _, covers, one = _run(tmp_path, "one", {"ANIMGRAPH_COMPILE_JOBS": "1", "ANIMGRAPH_EXECUTOR": "full"})
     assert status == 0 and helpers == [] and covers == [list(executor.kinds())]
