@@ -57,9 +57,13 @@ ST = fields("OutputSt", pos=3, rot=4, last_vel=3, last_ang=3, last_dt=1, has_las
 
 @njit(cache=True)
 def place(src, parents, world, every_joint, out):
-    """``out = world * src`` on root joints (or on every joint of a global pose); a copy when ``world`` is the identity."""
+    """``out = world * src`` on root joints (or on every joint of a global pose); a copy when ``world`` is the identity.
+
+    ``out`` may be ``src`` (in place, ``IN_PLACE``): each row is read before it is written.
+    """
     if is_identity(world):  # graphs without root motion or teleports: the product would return each row as is
-        copy_pose(src, out)
+        if src[0].ctypes.data != out[0].ctypes.data:
+            copy_pose(src, out)
         return
     for j in range(parents.shape[0]):
         k = load_kform(src, j)
@@ -154,6 +158,8 @@ def output_tile(ins, outs, par, st, tile, sig, db, dt):
         if not is_identity((pos, rot, ONE, ZERO, ZERO, ZERO)):
             return False
     joints = db[DB_PARENTS].shape[0]
+    if ins[IN.pose] == outs[OUT.pose]:  # in place (IN_PLACE): the identity leaves the pose as it is
+        return True
     src, dst = tile_slot(tile, ins[IN.pose], joints), tile_slot(tile, outs[OUT.pose], joints)
     for i in range(dst.shape[0]):
         dst[i] = src[i]
@@ -174,6 +180,7 @@ class Output(Node):
     INPUTS = INPUTS[:IN.motion]
     OUTPUTS = OUTPUTS
     GRAPH_OUTPUT: ClassVar[bool] = True
+    IN_PLACE = {"pose": "pose"}  # the placement changes the root joints only (every joint of a global pose)
 
     def _port(self):
         if self.signal == "pose":

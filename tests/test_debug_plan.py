@@ -136,3 +136,32 @@ def test_in_place_ops_on_a_fan_out_equal_separate_slots():
             for nid in x:
                 for u, v in zip(x[nid].as_tuple(), y[nid].as_tuple()):
                     np.testing.assert_array_equal(u, v, err_msg=f"batch {batch} {nid} frame {frame}")
+
+
+def test_an_output_placing_its_input_in_place_equals_separate_slots():
+    """The output node takes over its input's slot (``IN_PLACE``): root motion integrated, a teleport, a local and a
+    global pose; bit for bit the debug plan's outputs, per character and on lane tiles."""
+    g = ag.Graph.from_dict({
+        "format": "animgraph.graph", "version": 1, "assets": {"walk": "animgraph:walk"},
+        "nodes": [{"id": "clip", "type": "sample", "clip": "walk", "loop": True, "root_motion": True},
+                  {"id": "fk", "type": "fk"}, {"id": "local", "type": "output"}, {"id": "world", "type": "output"}],
+        "links": [["clip.pose", "fk.pose"], ["clip.pose", "local.pose"], ["fk.pose", "world.pose"],
+                  ["clip.motion", "local.motion"], ["clip.motion", "world.motion"]]})
+    turn = np.array([np.cos(0.4), 0.0, np.sin(0.4), 0.0])
+    for batch in (1, 19):
+        a = ag.compile(g, batch=batch).instance()
+        b = ag.compile(g, batch=batch, reuse_slots=False).instance()
+        slot = {nid: a.plan.io[r[2]] for nid, r in zip(a.plan.order, a.plan.ops)}
+        reads = {nid: a.plan.io[r[1]] for nid, r in zip(a.plan.order, a.plan.ops)}
+        assert slot["world"] == reads["world"] == slot["fk"], "the world output places the FK pose in its slot"
+        last = a.plan.order.index("local") > a.plan.order.index("fk")  # the clip pose's last reader takes it over
+        assert (slot["local"] == reads["local"]) == last
+        for frame in range(40):
+            if frame == 17:
+                for inst in (a, b):
+                    inst.teleport([1.5, 0.0, -2.0], turn)
+            x, y = a.step(DT), b.step(DT)
+            assert np.abs(x["world"].pos).max() > 0.5 or frame < 17
+            for nid in x:
+                for u, v in zip(x[nid].as_tuple(), y[nid].as_tuple()):
+                    np.testing.assert_array_equal(u, v, err_msg=f"batch {batch} {nid} frame {frame}")
