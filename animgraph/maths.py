@@ -550,7 +550,7 @@ def is_one(v):
 
 
 SLERP_SERIES_MIN = 0.8  # cos of the half angle above which slerp's weights come from their series (about 74 degrees apart)
-SERIES_TOL = 1e-14  # a series stops at a term this small (its terms are all >= 0 and fall at least 10-fold)
+SERIES_TOL = 1e-9  # a series stops at a term this small: its tail is then below float32 rounding of the weights (~6e-8)
 SERIES_INV = np.array([0.0] + [1.0 / (k * (2 * k + 1)) for k in range(1, 64)])  # 1 / (k (2k + 1)): no divide per term
 
 
