@@ -7,8 +7,10 @@ Velocities are the exact time derivatives with both inputs moving and ``α`` cha
 ``ang = J(α d) (α' d + α d') + R(exp(α d)) ωa`` where ``d' = J(d)^-1 (ωb - R(qb qa^-1) ωa)``
 (``J`` the left Jacobian of exp): no lerp of angular velocities, which is only right
 when the two rotations turn about the same axis.
-Per joint: one atan2 for ``d`` and ``J(d)^-1`` (``cot(|d|/2) = w/|xyz|`` of ``qb qa^-1``), one
-sin/cos pair for ``exp(α d)`` and ``J(α d)``; unit scales skip log/exp, ``α' = 0`` its terms.
+The rotation is computed as slerp's sum form ``f(1-α) qa + f(α) qb`` with ``f(t) = sin(t h) / sin h``
+a power series in ``cos h - 1`` (``maths.blend_rot``): no trigonometry per joint.  Joints whose two
+rotations are within 51.7 degrees and whose scales are 1 (the common case) run it in float32 from
+series coefficients computed once per op (``lanes_ops.blend_rot_near``); the others in float64.
 """
 
 from typing import Literal
@@ -19,8 +21,9 @@ from pydantic import Field
 
 from animgraph.kernels import weight_input
 from animgraph.lanes import LANES, tile_slot
-from animgraph.lanes_ops import NCOEF, blend_tile as blend_lanes, fill_coefficients
-from animgraph.maths import blend_kform, load_kform, store_kform
+from animgraph.lanes_ops import NCOEF, NEAR_Y, blend_rot_near, blend_tile as blend_lanes, fill_coefficients, \
+    near_weights, shortest, vadd, vlerp, vscale, vsub
+from animgraph.maths import blend_kform, is_one, load_kform, store_kform
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
@@ -45,8 +48,20 @@ PAR = fields("BlendPar", alpha=1, motion_size=1)
 @njit(cache=True, error_model="numpy")
 def blend_kernel(a, b, alpha, alpha_vel, out):
     """Blend pose tuples ``a`` and ``b`` row by row into ``out`` (which may alias either)."""
+    weights = near_weights(alpha, out[1])  # in the poses' float type
+    ft = out[1].dtype.type
+    w, dw = ft(alpha), ft(alpha_vel)
     for j in range(out[0].shape[0]):
-        store_kform(out, j, blend_kform(load_kform(a, j), load_kform(b, j), alpha, alpha_vel))
+        ka, kb = load_kform(a, j), load_kform(b, j)
+        ap, ar, asc, av, aw, asv = ka
+        bp, br, bsc, bv, bw, bsv = kb
+        br, y = shortest(ar, br)
+        if y >= NEAR_Y and is_one(asc) and is_one(bsc):
+            rot, ang = blend_rot_near(ar, aw, br, y, bw, weights, dw)
+            vel = vadd(vlerp(av, bv, w), vscale(vsub(bp, ap), dw))
+            store_kform(out, j, (vlerp(ap, bp, w), rot, asc, vel, ang, vlerp(asv, bsv, w)))
+        else:
+            store_kform(out, j, blend_kform(ka, kb, alpha, alpha_vel))
 
 
 @njit(cache=True)

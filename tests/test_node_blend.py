@@ -9,9 +9,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 from pydantic import ValidationError
 
 import animgraph as ag
+from animgraph.lanes_ops import near_weights, poly9
+from animgraph.maths import blend_kform
 from animgraph.node import REGISTRY
 from animgraph.nodes.blend import Blend, blend_kernel
 from animgraph.nodes.sample import sample_kernel
@@ -198,6 +201,57 @@ def test_velocities_match_central_fd_on_real_clips(bundled_clip):
     pose, vel, ang, _ = central_fd(at32, ts, h)
     check_fd32(pose.vel, vel, np.abs(clip.pos).max(), h, "vel")
     check_fd32(pose.ang, ang, 2.0, h, "ang")
+
+
+@njit
+def _near_series(alpha, y, like):
+    f0, f1, d0, d1, hs = near_weights(alpha, like)
+    return poly9(y, f0), poly9(y, f1), poly9(y, d0), poly9(y, d1), poly9(y, hs)
+
+
+def test_near_series_match_the_closed_forms():
+    """The degree-8 series of the near path: sin(t h) / sin h, its d/dy and h / sin h, y = cos h - 1 in [-0.1, 0)."""
+    worst = 0.0
+    for alpha in np.linspace(0.0, 1.0, 11):
+        for y in np.linspace(-0.1, -1e-4, 25):
+            h = np.arccos(1.0 + y)
+
+            def f(t):
+                return np.sin(t * h) / np.sin(h)
+
+            def df_dy(t):  # d/dh divided by dy/dh = -sin h
+                return (t * np.cos(t * h) * np.sin(h) - np.sin(t * h) * np.cos(h)) / np.sin(h) ** 2 / -np.sin(h)
+
+            want = (f(1 - alpha), f(alpha), df_dy(1 - alpha), df_dy(alpha), h / np.sin(h))
+            got = _near_series(alpha, y, np.zeros(1))
+            worst = max(worst, max(abs(g - w) for g, w in zip(got, want)))
+    assert worst < 1e-9
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernel_paths_agree_with_the_float64_kineform_blend(dtype):
+    """Near joints (float series), far joints, opposite signs and non-unit scales: each row equals maths.blend_kform."""
+    rng = np.random.default_rng(11)
+    joints = 40
+    a = random_pose(rng, joints, speed=2.0)
+    b = random_pose(rng, joints, speed=2.0)
+    near = np.arange(joints) < 30  # b's rotation within about 40 degrees of a's; its sign flipped on some
+    turn = from_rotvec(rng.normal(size=(joints, 3)) * 0.25)
+    b.rot[near] = qmul(turn, a.rot)[near] * np.where(rng.random((joints, 1)) < 0.5, -1.0, 1.0)[near]
+    a.scl[:20], b.scl[:20] = 1.0, 1.0  # unit scales: the float series; rows 20..29 near but scaled
+    a.svl[:20], b.svl[:20] = 0.1, -0.2
+    poses = [tuple(np.ascontiguousarray(x, dtype) for x in p.as_tuple()) for p in (a, b)]
+    out = tuple(np.zeros_like(x) for x in poses[0])
+    for alpha, alpha_vel in ((0.3, 0.0), (0.8, -2.5)):
+        blend_kernel(poses[0], poses[1], alpha, alpha_vel, out)
+        for j in range(joints):
+            ka = tuple(tuple(float(v) for v in x[j]) for x in poses[0])
+            kb = tuple(tuple(float(v) for v in x[j]) for x in poses[1])
+            want = blend_kform(ka, kb, alpha, alpha_vel)
+            tol = 2e-6 if dtype == np.float32 else 1e-9
+            for f, got, ref in zip(FIELDS, out, want):
+                scale = max(1.0, np.abs(ref).max())
+                assert np.abs(got[j] - np.array(ref)).max() <= tol * scale * 10, (dtype, alpha, j, f)
 
 
 # ------------------------------------------------------------------ the node contract, blend_node() directly
