@@ -233,6 +233,7 @@ def blend_rot(ar, aw, br, bw, coef, lane, alpha_vel):
 # before (``|y| (k^2 - t^2) / (k (2k + 1)) <= 0.1 / 2``): the weights, their derivatives and h / sin h stay
 # within 1e-9 of their closed forms (``tests/test_node_blend.py``).
 NEAR_Y = np.float32(-0.1)
+NEAR_TOP = np.float32(1e-3)  # above it the inputs are not unit quaternions: the float64 kernel decides
 
 
 @njit(inline="always")

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from animgraph.kernels import weight_input
 from animgraph.lanes import LANES, tile_slot
-from animgraph.lanes_ops import NCOEF, NEAR_Y, blend_rot_near, blend_tile as blend_lanes, fill_coefficients, \
+from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_rot_near, blend_tile as blend_lanes, fill_coefficients, \
     near_weights, shortest, vadd, vlerp, vscale, vsub
 from animgraph.maths import blend_kform, is_one, load_kform, store_kform
 from animgraph.args import broadcast_poses, check_scales, weights
@@ -56,7 +56,7 @@ def blend_kernel(a, b, alpha, alpha_vel, out):
         ap, ar, asc, av, aw, asv = ka
         bp, br, bsc, bv, bw, bsv = kb
         br, y = shortest(ar, br)
-        if y >= NEAR_Y and is_one(asc) and is_one(bsc):
+        if NEAR_Y <= y <= NEAR_TOP and is_one(asc) and is_one(bsc):  # unit quaternions: y <= 0 up to rounding
             rot, ang = blend_rot_near(ar, aw, br, y, bw, weights, dw)
             vel = vadd(vlerp(av, bv, w), vscale(vsub(bp, ap), dw))
             store_kform(out, j, (vlerp(ap, bp, w), rot, asc, vel, ang, vlerp(asv, bsv, w)))
