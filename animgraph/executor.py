@@ -46,7 +46,9 @@ import tempfile
 from pathlib import Path
 
 import numba
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from . import cache
 from .errors import GraphError
@@ -61,6 +63,27 @@ N_OPS, OPS_AT, IO_AT, PARENTS_AT, N_SIG, SLOTS, JOINTS, FRAMES = range(8)
 HEADER_WIDTH = 8
 OP_KIND, OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END = range(8)
 OP_WIDTH = 8
+
+
+@intrinsic
+def borrowed(typingctx, arr):
+    """``arr`` as a borrowed view: the same data, shape and strides, no reference count (null meminfo).
+
+    Every array a numba function takes is reference-counted on entry and exit, an atomic
+    add each: measured, a third of a one-character step (``chain65/1``) went there.  The
+    walk's arrays live as long as the call (the Python caller holds them), so the entry
+    points borrow them once and every view and call below skips the count.  Scratch arrays a
+    kernel allocates are counted as usual.
+    """
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        null = ir.Constant(context.get_value_type(arr).elements[0], None)
+        view = builder.insert_value(args[0], null, 0)  # meminfo
+        return builder.insert_value(view, ir.Constant(context.get_value_type(arr).elements[1], None), 1)  # parent
+
+    return arr(arr), codegen
 
 
 @njit(cache=True)
@@ -153,7 +176,7 @@ def source(names, cover=None):
         "import numpy as np",
         "from numba import njit, prange",
         "",
-        "from animgraph.executor import clip_db",
+        "from animgraph.executor import borrowed, clip_db",
         "",
     ]
     lines.append("from animgraph.lanes import LANES, copy_slot, make_current, mark_written")
@@ -186,6 +209,8 @@ def source(names, cover=None):
     ]
     body += _dispatch(use, names, "    ", lambda i: f"k{i}(ins, outs, p, x, pose, s, {_db(i, own)}, dt)")
     args = "table, par, chars, vecs, rots, clipbuf, dt"
+    borrow = "table, par, chars, vecs, rots, clipbuf = " + ", ".join(
+        f"borrowed({a})" for a in ("table", "par", "chars", "vecs", "rots", "clipbuf"))
     # run_serial holds the per-character walk itself rather than calling ``character``: each
     # numba function's machine code is generated for everything it calls, so a separate
     # ``character`` would make a cold start generate the code of every kernel twice.
@@ -196,6 +221,7 @@ def source(names, cover=None):
         "",
         "@njit(cache=True)",
         f"def run_serial({args}):",
+        f"    {borrow}",
         f"    {dbs}, = dbs(table, clipbuf)",
         "    for c in range(chars.shape[0]):",
         *("        " + b for b in body),
@@ -203,16 +229,17 @@ def source(names, cover=None):
         "",
         "@njit(cache=True, parallel=True)",
         f"def run_parallel({args}):",
+        f"    {borrow}",
         f"    {dbs}, = dbs(table, clipbuf)",
         "    for c in prange(chars.shape[0]):",
         f"        character(c, table, par, chars, vecs, rots, {dbs}, dt)",
         "",
-        *_tiles_source(names, use, own, dbs, args),
+        *_tiles_source(names, use, own, dbs, args, borrow),
     ]
     return "\n".join(lines)
 
 
-def _tiles_source(names, use, own, dbs, args):
+def _tiles_source(names, use, own, dbs, args, borrow):
     """Source of ``run_tiles``: the op table walked once per tile of LANES characters (see ``animgraph.node``).
 
     An op whose type has a tile kernel runs on the whole tile; otherwise (or when that kernel
@@ -231,6 +258,8 @@ def _tiles_source(names, use, own, dbs, args):
         "# runs 1.5x faster than the same walk called from a plain loop (or written in it), with or without threads.",
         "@njit(cache=True, parallel=True)",
         f"def run_tiles({args.replace(', dt', '')}, tiles, pose_io, keep, dt):",
+        f"    {borrow}",
+        "    tiles, pose_io, keep = borrowed(tiles), borrowed(pose_io), borrowed(keep)",
         f"    {dbs}, = dbs(table, clipbuf)",
         "    for t in prange(tiles.shape[0]):",
         f"        walk_tile(np.int64(t), {head}, {dbs}, tiles, pose_io, keep, dt)",
