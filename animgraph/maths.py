@@ -218,6 +218,28 @@ def qexp(v):
     return (math.cos(half), v[0] * s, v[1] * s, v[2] * s)
 
 
+# Taylor coefficients of cos(x) and sin(x) / x in z = x^2 to degree 11: below 2e-17 for x <= pi/2.
+COS_SERIES = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(12))
+SINC_SERIES = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(12))
+
+
+@njit(cache=True)
+def series12(z, c):
+    """``sum c[k] z^k``, k < 12, by Horner."""
+    acc = c[11]
+    for k in range(10, -1, -1):
+        acc = acc * z + c[k]
+    return acc
+
+
+@njit(cache=True)
+def qexp_series(v):
+    """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (float64-exact)."""
+    z = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+    s = series12(z, SINC_SERIES)
+    return (series12(z, COS_SERIES), v[0] * s, v[1] * s, v[2] * s)
+
+
 @njit(cache=True)
 def qlog(q):
     """Quaternion logarithm of unit ``q`` as a vec3 (half angle times axis), via atan2."""

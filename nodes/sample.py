@@ -50,10 +50,10 @@ from pydantic import Field
 
 from animgraph.maths import (
     ang_to_sa_dx,
-    from_scaled_angle_axis,
     from_scaled_angle_axis_ang,
     load3,
     load4,
+    qexp_series,
     qinv,
     qmul,
     qnormalize,
@@ -262,8 +262,9 @@ def rotation_at(w, dw, cubic, q0, r1, m0, m1):
     if cubic:
         e, ang = from_scaled_angle_axis_ang(hermite(w, ZERO, m0, r1, m1), hermite(dw, ZERO, m0, r1, m1))
         return qmul(e, q0), ang
-    # Linear: r = s r1 moves along itself, where the left Jacobian is the identity.
-    return qmul(from_scaled_angle_axis(vscale(r1, w[2])), q0), r1
+    # Linear: r = s r1 moves along itself, where the left Jacobian is the identity.  |r1| <= pi (the
+    # short way round), so the half angle is at most pi/2: the exp map's series needs no sin or cos.
+    return qmul(qexp_series(vscale(r1, 0.5 * w[2])), q0), r1
 
 
 @njit(cache=True, error_model="numpy")

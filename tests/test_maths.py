@@ -50,6 +50,22 @@ def test_log_exp_small_angles_are_exact():
         assert close(m.qlog(m.qexp(v)), v, tol=1e-15)
 
 
+@given(vec3)
+@settings(max_examples=200, deadline=None)
+def test_exp_series_equals_the_closed_form_up_to_a_quarter_turn(v):
+    # Scaled so the half angle spans [0, pi/2]: the range sample's linear mode uses it on.
+    n = math.sqrt(sum(x * x for x in v))
+    if n > 0.0:
+        v = tuple(x / n * min(n, 3.0) / 3.0 * math.pi / 2 for x in v)
+    assert close(m.qexp_series(v), m.qexp(v), tol=2e-16 * 8)
+
+
+def test_exp_series_hand_checked():
+    assert m.qexp_series((0.0, 0.0, 0.0)) == (1.0, 0.0, 0.0, 0.0)
+    q = m.qexp_series((0.0, 0.0, math.pi / 2))  # half a turn about z
+    assert close(q, (0.0, 0.0, 0.0, 1.0), tol=1e-16)
+
+
 def test_degenerate_vectors_give_no_nan():
     z = (0.0, 0.0, 0.0)
     assert m.vnormalize(z) == z
