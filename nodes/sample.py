@@ -338,21 +338,48 @@ def rotation_rows(w, dw, cubic, row, first, last, vs, out_rot, out_ang):
 
 
 @njit(cache=True, error_model="numpy")
+def linear_rows(s, x0, x1, c, vs, exp_values, out_x, out_dx):
+    """``channel_rows`` of a linear sample: the same sums, without the Hermite tangents' zero terms."""
+    for j in range(out_x.shape[0]):
+        a, b = get3(x0, j, c), get3(x1, j, c)
+        x = vadd(vscale(a, 1.0 - s), vscale(b, s))
+        store3(out_x, j, vexp(x) if exp_values else x)
+        store3(out_dx, j, vscale(vsub(b, a), vs))
+
+
+@njit(cache=True, error_model="numpy")
+def linear_rotation_rows(s, row, vs, out_rot, out_ang):
+    """``rotation_rows`` of a linear sample (``rotation_at``'s linear case on every joint)."""
+    for j in range(out_rot.shape[0]):
+        r1 = get3(row, j, R1)
+        store4(out_rot, j, qmul(qexp_series(vscale(r1, 0.5 * s)), load4(row, j)))
+        store3(out_ang, j, vscale(r1, vs))
+
+
+@njit(cache=True, error_model="numpy")
 def sample_keys_kernel(cpos, ktab, unit, start, frames, key_dt, t, rate, cubic, loop, out):
     """``sample_kernel`` reading the precomputed key table ``ktab`` and unit-scale flags ``unit`` (``CLIP_TABLES``).
 
-    One pass over the joints per channel: short loops without per-joint branches.
+    One pass over the joints per channel: short loops without per-joint branches (the mode
+    is chosen once: a per-joint ``if cubic`` measured 0.4 us of a 65-joint linear sample).
     """
     k, s, moving = segment(t, frames, key_dt, loop, rate)
     km, k0, k1, k2, span0, span1 = keys(k, frames, loop)
     w, dw = basis(s, cubic)
     vs = rate / key_dt if moving else 0.0
     km, k0, k1, k2 = km + start, k0 + start, k1 + start, k2 + start
-    channel_rows(w, dw, cubic, cpos[km], cpos[k0], cpos[k1], cpos[k2], 0, span0, span1, vs, False, out[0], out[3])
-    if unit[start] > 0.5:
+    unit_scale = unit[start] > 0.5
+    if unit_scale:
         out[2][:] = 1.0
         out[5][:] = 0.0
-    else:
+    if not cubic:
+        linear_rows(s, cpos[k0], cpos[k1], 0, vs, False, out[0], out[3])
+        if not unit_scale:
+            linear_rows(s, ktab[k0], ktab[k1], LOG_SCL, vs, True, out[2], out[5])
+        linear_rotation_rows(s, ktab[k0], vs, out[1], out[4])
+        return
+    channel_rows(w, dw, cubic, cpos[km], cpos[k0], cpos[k1], cpos[k2], 0, span0, span1, vs, False, out[0], out[3])
+    if not unit_scale:
         channel_rows(w, dw, cubic, ktab[km], ktab[k0], ktab[k1], ktab[k2], LOG_SCL, span0, span1, vs, True,
                      out[2], out[5])
     rotation_rows(w, dw, cubic, ktab[k0], not loop and k == 0, not loop and k == frames - 2, vs, out[1], out[4])
