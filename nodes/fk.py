@@ -9,7 +9,7 @@ from typing import Literal
 from numba import njit
 
 from animgraph.lanes import fk_tile as fk_lanes, tile_slot
-from animgraph.maths import kmul, load_kform, store_kform
+from animgraph.maths import kmul, kmul_unit, load_kform, store_kform, unit_frame
 from animgraph.node import DB_PARENTS, Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, parents_arg, pose_arg
 from animgraph.stencil import stencil
@@ -26,7 +26,8 @@ def fk_kernel(local, parents, out):
         k = load_kform(local, j)
         p = parents[j]
         if p >= 0:
-            k = kmul(load_kform(out, p), k)
+            g = load_kform(out, p)
+            k = kmul_unit(g, k) if unit_frame(g) else kmul(g, k)  # the common case: a third less work
         store_kform(out, j, k)
 
 

@@ -100,3 +100,18 @@ def test_shapes_are_checked():
         assert "shapes differ" in str(e)
     else:
         raise AssertionError("mismatched shapes were accepted")
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds)
+def test_kmul_unit_is_kmul_for_a_unit_frame(seed):
+    # FK takes kmul_unit for a parent of scale 1 and scale rate 0: the same numbers, bit for bit.
+    rng = np.random.default_rng(seed)
+    a, b = random_kforms(rng, 16), random_kforms(rng, 16)
+    for i in range(16):
+        ka = (tuple(a.pos[i]), tuple(a.rot[i]), (1.0, 1.0, 1.0), tuple(a.vel[i]), tuple(a.ang[i]), (0.0, 0.0, 0.0))
+        kb = tuple(tuple(float(x) for x in getattr(b, f)[i]) for f in ("pos", "rot", "scl", "vel", "ang", "svl"))
+        assert m.unit_frame(ka)
+        assert m.kmul_unit(ka, kb) == m.kmul(ka, kb)
+    assert not m.unit_frame(((0.0,) * 3, (1.0, 0.0, 0.0, 0.0), (1.0, 1.0, 2.0), (0.0,) * 3, (0.0,) * 3, (0.0,) * 3))
+    assert not m.unit_frame(((0.0,) * 3, (1.0, 0.0, 0.0, 0.0), (1.0,) * 3, (0.0,) * 3, (0.0,) * 3, (0.0, 1e-9, 0.0)))
