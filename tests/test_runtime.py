@@ -354,6 +354,22 @@ def test_a_borrowed_view_is_the_same_memory_and_holds_no_reference():
     assert sys.getrefcount(a) == refs
 
 
+def test_rows_views_equal_reshaped_slices():
+    @njit
+    def views(flat, at):
+        a = executor.rows(flat, at, (3, 2, 4))
+        b = executor.rows(flat, at + 24, (5, 2))
+        a[2, 1, 3] = -1.0  # writes through
+        return a.copy(), b.copy(), a.strides, b.strides, a.flags.c_contiguous
+
+    flat = np.arange(60, dtype=np.float32)
+    a, b, sa, sb, contiguous = views(flat, 7)
+    np.testing.assert_array_equal(a.ravel()[:-1], np.arange(7, 30, dtype=np.float32))
+    assert a[2, 1, 3] == -1.0 == flat[30] and contiguous
+    np.testing.assert_array_equal(b, np.arange(31, 41, dtype=np.float32).reshape(5, 2))
+    assert sa == (32, 16, 4) and sb == (8, 4)
+
+
 @pytest.mark.parametrize("batch", [1, 19])
 def test_steps_leave_no_reference_on_the_instances_arrays(clips, batch):
     """The executor borrows its arrays (``executor.borrowed``): after many steps, scalar walk or lane tiles,
