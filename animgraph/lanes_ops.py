@@ -205,14 +205,22 @@ def shortest(ar, br):
 
 
 @njit(inline="always")
-def slerp_sum(ar, aw, br, bw, f0, f1, d0, d1, hs, alpha_vel):
-    """Slerp's sum form ``f0 ar + f1 br`` and its angular velocity (rad/s), from the weights ``f0, f1``, their
-    derivatives ``d0, d1`` in ``y`` and ``hs = h / sin h``; ``br`` on ``ar``'s side (``shortest``)."""
+def slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1):
+    """Slerp's sum form ``f0 ar + f1 br`` and ``d = d(rot)/dt rot^-1`` (half the angular velocity, rad/s) at a
+    weight that does not move, from the weights ``f0, f1`` and their derivatives ``d0, d1`` in ``y``; ``br`` on
+    ``ar``'s side (``shortest``)."""
     dar, dbr = ang_to_qdx(ar, aw), ang_to_qdx(br, bw)
     dx = qdot(dar, br) + qdot(ar, dbr)  # d(cos h)/dt
     rot = qadd(qscale(ar, f0), qscale(br, f1))
     drot = qadd(qadd(qscale(ar, d0 * dx), qscale(br, d1 * dx)), qadd(qscale(dar, f0), qscale(dbr, f1)))
-    d = qmul(drot, qconj(rot))
+    return rot, qmul(drot, qconj(rot))
+
+
+@njit(inline="always")
+def slerp_sum(ar, aw, br, bw, f0, f1, d0, d1, hs, alpha_vel):
+    """``slerp_sum_still`` with the weight moving at ``alpha_vel`` (1/s): the rotation and its angular velocity
+    (rad/s); ``hs = h / sin h``."""
+    rot, d = slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1)
     # The weight's rate turns the result along log(br ar^-1) = 2 (h / sin h) vec(br ar^-1).
     delta = qmul(br, qconj(ar))
     k = TWO * hs * alpha_vel
@@ -283,8 +291,14 @@ def near_weights(alpha, like):
 
 @njit(inline="always")
 def blend_rot_near(ar, aw, br, y, bw, weights, alpha_vel):
-    """``blend_rot`` for one character from ``near_weights``; ``br`` and ``y`` from ``shortest``, ``y >= NEAR_Y``."""
+    """``blend_rot`` for one character from ``near_weights``; ``br`` and ``y`` from ``shortest``, ``y >= NEAR_Y``.
+
+    A weight that does not move (the usual case) skips the weight-rate term, whose value is then exactly 0.
+    """
     f0, f1, d0, d1, hs = weights
+    if alpha_vel == 0.0:
+        rot, d = slerp_sum_still(ar, aw, br, bw, poly9(y, f0), poly9(y, f1), poly9(y, d0), poly9(y, d1))
+        return rot, (TWO * d[1], TWO * d[2], TWO * d[3])
     return slerp_sum(ar, aw, br, bw, poly9(y, f0), poly9(y, f1), poly9(y, d0), poly9(y, d1), poly9(y, hs), alpha_vel)
 
 
