@@ -415,6 +415,17 @@ def qslerp(a, b, t):
 
 
 @njit(cache=True)
+def opposite(w, c, lab):
+    """Whether ``a``, ``b`` (``w = a.b + |a||b|``, ``c = a x b``, ``lab = |a||b|``) are opposite to rounding.
+
+    Only then is ``(w, c)`` no rotation: ``w`` carries an error of about 2e-16 ``lab``, which
+    turns the axis by that over ``|c|``; below ``|c| = 1e-8 lab`` the vectors are within 1e-8 rad
+    of opposite, and any axis normal to ``a`` is as close.
+    """
+    return w < lab and vdot(c, c) < 1e-16 * lab * lab
+
+
+@njit(cache=True)
 def qbetween(a, b):
     """Shortest rotation taking the direction of ``a`` to the direction of ``b`` (identity if either is zero)."""
     la = vlen(a)
@@ -423,7 +434,7 @@ def qbetween(a, b):
         return (1.0, 0.0, 0.0, 0.0)  # no direction to turn towards
     c = vcross(a, b)
     w = vdot(a, b) + la * lb
-    if w < 1e-10 * la * lb:
+    if opposite(w, c, la * lb):
         # Opposite vectors: turn half way round any axis normal to a.
         ax = vcross(a, (1.0, 0.0, 0.0))
         if vdot(ax, ax) < 1e-12 * (1.0 + vdot(a, a)):
@@ -453,10 +464,12 @@ def qbetween_dx(a, da, b, db):
     """Angular velocity (rad/s) of ``qbetween(a, b)`` as ``a`` and ``b`` move."""
     la = vlen(a)
     lb = vlen(b)
-    w = vdot(a, b) + la * lb
-    if la < EPS or lb < EPS or w < 1e-10 * la * lb:
+    if la < EPS or lb < EPS:
         return (0.0, 0.0, 0.0)
+    w = vdot(a, b) + la * lb
     c = vcross(a, b)
+    if opposite(w, c, la * lb):
+        return (0.0, 0.0, 0.0)
     raw = (w, c[0], c[1], c[2])
     dw = vdot_dx(a, da, b, db) + vlen_dx(a, da) * lb + la * vlen_dx(b, db)
     dc = vcross_dx(a, da, b, db)

@@ -66,6 +66,16 @@ def test_exp_series_hand_checked():
     assert close(q, (0.0, 0.0, 0.0, 1.0), tol=1e-16)
 
 
+def test_qbetween_of_nearly_opposite_vectors_reaches_the_target():
+    # Found by test_qbetween_maps_direction: 1e-5 rad from opposite once took an arbitrary half turn.
+    for eps in (1e-3, 1e-5, 1e-7, 1e-9):
+        a, b = (0.0, 1.0, 0.0), (eps, -1.0, 0.0)
+        assert close(m.qrot(m.qbetween(a, b), a), m.vnormalize(b), tol=3e-8), eps
+    q = m.qbetween((0.0, 2.0, 0.0), (0.0, -3.0, 0.0))  # exactly opposite: half a turn about an axis normal to a
+    assert close(m.qrot(q, (0.0, 1.0, 0.0)), (0.0, -1.0, 0.0))
+    assert m.qbetween_dx((0.0, 2.0, 0.0), (1.0, 0.0, 0.0), (0.0, -3.0, 0.0), (0.0, 0.0, 1.0)) == (0.0, 0.0, 0.0)
+
+
 def test_degenerate_vectors_give_no_nan():
     z = (0.0, 0.0, 0.0)
     assert m.vnormalize(z) == z
