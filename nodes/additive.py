@@ -113,7 +113,7 @@ def difference_kernel(pose, ref, local_side, out):
         store_kform(out, j, difference_kform(load_kform(pose, j), load_kform(ref, j), local_side))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def additive_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: apply the add pose to the base pose at the weight (non-finite weights give 0)."""
     if ins[IN.alpha] >= 0:
@@ -148,7 +148,7 @@ class Additive(Node):
         return PAR.pack(alpha=self.alpha, local_side=self.side == "local")
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def difference_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the additive pose taking the reference pose to the pose."""
     difference_kernel(slot(pose, ins[DIFFERENCE_IN.pose]), slot(pose, ins[DIFFERENCE_IN.reference]),

@@ -28,7 +28,7 @@ def bk_kernel(glob, parents, out):
         store_kform(out, j, k)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bk_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the input pose slot to the output slot, parents from the clip database."""
     bk_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], slot(pose, outs[OUT.pose]))

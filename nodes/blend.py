@@ -64,7 +64,7 @@ def blend_kernel(a, b, alpha, alpha_vel, out):
             store_kform(out, j, blend_kform(ka, kb, alpha, alpha_vel))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: blend a and b (poses, or root-motion blocks) with the clamped weight."""
     alpha, alpha_vel = weight_input(sig, ins[IN.alpha], par[PAR.alpha])

@@ -43,7 +43,7 @@ def write_pose(values, out):
             rot[j, a] = values[POSE_JOINT.rot * n + 4 * j + a]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def constant_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: write the constant pose (zero velocities) or signal block to the output."""
     if par[PAR.mode] == POSE:

@@ -166,7 +166,7 @@ def fade_motion(sig, at, out, st, record, transition, rate, duration, t):
         st[MOTION.last + c] = value
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dead_blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the old pose, snapshot on the transition event, faded into the input pose."""
     duration = par[PAR.duration]

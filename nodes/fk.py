@@ -31,7 +31,7 @@ def fk_kernel(local, parents, out):
         store_kform(out, j, k)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fk_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the input pose slot to the output slot, parents from the clip database."""
     fk_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], slot(pose, outs[OUT.pose]))

@@ -185,7 +185,7 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     set_global_rotation(pose, parents, jf, qmul(q, foot[1]), vadd(w, qrot(q, foot[4])))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def foot_lock_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: lock the foot of the input pose into the output slot, the lock position to ``locked``."""
     out = slot(pose, outs[OUT.pose])

@@ -59,7 +59,7 @@ MOTION = fields("InertializeMotion", last=6, offset=6)
 # ---------------------------------------------------------------- node
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def inertialize_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the input pose with its decaying offset, recorded on the transition event."""
     cubic = par[PAR.cubic] > 0.5

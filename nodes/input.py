@@ -23,7 +23,7 @@ OUTPUTS = (Port("value", "any", "", "the input value and its rate; its kind is t
 OUT = port_indices("InputOut", OUTPUTS)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def input_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: nothing (the runtime writes the value into ``sig[outs[OUT.value]:]`` before each frame)."""
     pass

@@ -43,7 +43,7 @@ def layered_blend_kernel(base, layer, mask, alpha, alpha_vel, out):
         store_kform(out, j, k)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def layered_blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: base and layer slots, the weight input (or field), the mask from the parameters."""
     alpha, alpha_vel = weight_input(sig, ins[IN.alpha], par[PAR.alpha])

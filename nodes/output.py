@@ -87,7 +87,7 @@ def advance_placement(pos, rot, vel, ang, dt):
     return vadd(pos, qrot(rot, disp)), qnormalize(qmul(rot, turn))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def output_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: copy a signal, or place the pose in the world (integrating its root motion)."""
     if par[POSE_PAR.mode] != POSE:

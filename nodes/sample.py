@@ -482,7 +482,7 @@ def sample_signals(ins, outs, par, st, sig, db, t, rate, dt):
         st[ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def sample_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: sample the clip at the time port's time, or on the own clock (advanced by rate * dt)."""
     t, rate = sample_time(ins, par, st, sig)

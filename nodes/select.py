@@ -45,7 +45,7 @@ def clamp_index(x, count):
     return int(math.floor(min(x, count - 1.0) + 0.5))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def select_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: copy the chosen input (pose slot or signal block) to the output; flag a change."""
     count = int(par[PAR.count])

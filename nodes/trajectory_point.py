@@ -27,7 +27,7 @@ IN, OUT = port_indices("TrajectoryPointIn", INPUTS), port_indices("TrajectoryPoi
 PAR = fields("TrajectoryPointPar", point=1, distance=1, height=1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def trajectory_point_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: point ``k``'s position plus ``distance`` along its facing, at ``height``."""
     at, k, a = ins[IN.trajectory], 2 * int(par[PAR.point]), par[PAR.distance]
