@@ -105,13 +105,13 @@ def state_pose(st, o, joints):
 # ---------------------------------------------------------------- joint globals of a local pose
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_global(local, parents, j):
     """Global (model-space) kineform of joint ``j`` of local pose tuple ``local``, by FK along its ancestors only (root first, as FK does); identity for -1."""
     return joint_global_below(local, parents, -1, kidentity(), j)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def joint_global_below(local, parents, anc, g_anc, j):
     """Global kineform of joint ``j`` given ``g_anc``, the global kineform of its ancestor ``anc`` (or ``j`` itself, or -1 and the identity).
 
@@ -137,7 +137,7 @@ def set_global_rotation(pose, parents, j, rot, ang):
     set_rotation_under(pose, j, joint_global(pose, parents, parents[j]), rot, ang)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def set_rotation_under(pose, j, par, rot, ang):
     """``set_global_rotation`` given ``par``, the global kineform of ``j``'s parent (only its rot and ang are read)."""
     # Only rot and ang of the quotient are used; they do not depend on the other fields.
