@@ -19,7 +19,8 @@ normalized rotation ``q_k``, ``r1``, the chart tangents ``m_k`` and ``m_k1`` (th
 looping clip; a clamped clip's one-sided end tangents are both ``r1``) and ``log(scl)``, all
 rounded to float32.  Per sample and joint there remain the Hermite weights, one exp map and
 (cubic) its left Jacobian from the same sin and cos; linear mode needs no Jacobian, since
-``dr/ds = r1`` is parallel to ``r = s r1`` and ``J(r) r1 = r1``.  Clips whose scales are all
+``dr/ds = r1`` is parallel to ``r = s r1`` and ``J(r) r1 = r1``, and takes its exp map from
+the Taylor series (``maths.qexp_series``: ``|r| <= pi``, no sin or cos).  Clips whose scales are all
 exactly 1 skip the scale channels (``db[UNIT_SCALE]``).  ``sample_kernel`` builds the same rows on the
 fly from the clip's keys, so both paths give identical results.
 
