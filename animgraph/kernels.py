@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .maths import kdiv, kidentity, kmul, load_kform, store3, store4, store_kform
+from .maths import kdiv, kidentity, kmul, load_kform, store3, store4
 
 # ---------------------------------------------------------------- columns of arrays
 

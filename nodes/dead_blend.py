@@ -37,7 +37,6 @@ from typing import Literal
 
 import numpy as np
 from numba import njit
-from pydantic import Field
 
 from animgraph.decay import coast, halflife_rate, kform_extrapolate
 from animgraph.maths import (

@@ -37,7 +37,7 @@ from animgraph.errors import GraphError
 from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import seconds_field
 from animgraph.maths import qinv, qlog, qexp, qmul, store_kform, vadd, vexp, vlog, vscale, vsub
-from animgraph.node import (DB_POS, DB_ROT, DB_SCL, TRAJECTORY, ClipTable, Node, Port, db_indices, fields,
+from animgraph.node import (DB_POS, DB_ROT, DB_SCL, ClipTable, Node, Port, db_indices, fields,
                             port_indices, register, slot)
 from animgraph.offsets import OFFSET, inertialize_kernel, motion_offset, record_offsets, still_active
 from animgraph.pose import Pose
