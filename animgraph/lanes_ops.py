@@ -26,6 +26,7 @@ from numba import njit
 from animgraph.lanes import ANG, CONTRACT, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
     store_lane3, store_lane4, vadd, vscale
 from animgraph.kernels import basis, keys, segment
+from animgraph.maths import poly12
 
 F32 = np.float32
 ONE = F32(1.0)
@@ -132,15 +133,6 @@ def lane_weights(alpha, alpha_vel=0.0):
 def poly8(z, c):
     """``sum c[k] z^k``, k < 8, by Horner."""
     return ((((((c[7] * z + c[6]) * z + c[5]) * z + c[4]) * z + c[3]) * z + c[2]) * z + c[1]) * z + c[0]
-
-
-@njit(inline="always")
-def poly12(z, c):
-    """``sum c[k] z^k``, k < 12, by Horner."""
-    acc = c[11]
-    for k in range(10, -1, -1):
-        acc = acc * z + c[k]
-    return acc
 
 
 @njit(inline="always")

@@ -223,9 +223,9 @@ COS_SERIES = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(12))
 SINC_SERIES = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(12))
 
 
-@njit(cache=True)
-def series12(z, c):
-    """``sum c[k] z^k``, k < 12, by Horner."""
+@njit(inline="always")
+def poly12(z, c):
+    """``sum c[k] z^k``, k < 12, by Horner (in the type of ``z`` and ``c``)."""
     acc = c[11]
     for k in range(10, -1, -1):
         acc = acc * z + c[k]
@@ -236,7 +236,7 @@ SERIES_SHORT = 0.24 ** 2  # below this |v|^2 the series' terms past degree 5 are
 
 
 @njit(inline="always")
-def series6(z, c):
+def poly6(z, c):
     """``sum c[k] z^k``, k < 6, by Horner."""
     return ((((c[5] * z + c[4]) * z + c[3]) * z + c[2]) * z + c[1]) * z + c[0]
 
@@ -246,9 +246,9 @@ def qexp_series(v):
     """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (float64-exact)."""
     z = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
     if z < SERIES_SHORT:  # a sampled clip's usual case: keys less than 0.48 rad apart
-        s, c = series6(z, SINC_SERIES), series6(z, COS_SERIES)
+        s, c = poly6(z, SINC_SERIES), poly6(z, COS_SERIES)
     else:
-        s, c = series12(z, SINC_SERIES), series12(z, COS_SERIES)
+        s, c = poly12(z, SINC_SERIES), poly12(z, COS_SERIES)
     return (c, v[0] * s, v[1] * s, v[2] * s)
 
 
