@@ -9,8 +9,9 @@ Velocities are the exact time derivatives with both inputs moving and ``α`` cha
 when the two rotations turn about the same axis.
 The rotation is computed as slerp's sum form ``f(1-α) qa + f(α) qb`` with ``f(t) = sin(t h) / sin h``
 a power series in ``cos h - 1`` (``maths.blend_rot``): no trigonometry per joint.  Joints whose two
-rotations are within 51.7 degrees and whose scales are 1 (the common case) run it in float32 from
-series coefficients computed once per op (``lanes_ops.blend_rot_near``); the others in float64.
+rotations are within 51.7 degrees and whose scales are 1 (the common case) run it from series
+coefficients computed once per op and rounded to the poses' float type (``lanes_ops.blend_rot_near``);
+the others take ``maths.blend_kform`` in float64.
 """
 
 from typing import Literal

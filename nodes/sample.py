@@ -263,9 +263,15 @@ def rotation_at(w, dw, cubic, q0, r1, m0, m1):
     if cubic:
         e, ang = from_scaled_angle_axis_ang(hermite(w, ZERO, m0, r1, m1), hermite(dw, ZERO, m0, r1, m1))
         return qmul(e, q0), ang
-    # Linear: r = s r1 moves along itself, where the left Jacobian is the identity.  |r1| <= pi (the
-    # short way round), so the half angle is at most pi/2: the exp map's series needs no sin or cos.
-    return qmul(qexp_series(vscale(r1, 0.5 * w[2])), q0), r1
+    # Linear: r = s r1 moves along itself, where the left Jacobian is the identity.
+    return linear_rotation(w[2], q0, r1), r1
+
+
+@njit(inline="always")
+def linear_rotation(s, q0, r1):
+    """``exp(s r1) q0``: |r1| <= pi (the short way round), so the half angle is at most pi/2 and the exp map's
+    series needs no sin or cos."""
+    return qmul(qexp_series(vscale(r1, 0.5 * s)), q0)
 
 
 @njit(cache=True, error_model="numpy")
@@ -353,7 +359,7 @@ def linear_rotation_rows(s, row, vs, out_rot, out_ang):
     """``rotation_rows`` of a linear sample (``rotation_at``'s linear case on every joint)."""
     for j in range(out_rot.shape[0]):
         r1 = get3(row, j, R1)
-        store4(out_rot, j, qmul(qexp_series(vscale(r1, 0.5 * s)), load4(row, j)))
+        store4(out_rot, j, linear_rotation(s, load4(row, j), r1))
         store3(out_ang, j, vscale(r1, vs))
 
 
