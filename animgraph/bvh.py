@@ -343,6 +343,11 @@ def read_bvh(path):
         _parse_joint(toks, name, -1, joints)
     except RecursionError:
         raise BVHError("joints nested too deeply", file, toks.line()) from None
+    except BVHError as e:
+        if motion is None and toks.i == len(toks.items) and not e.message.startswith("file ends early"):
+            # The bad token is the file's last word and no MOTION follows: cut off mid-word, most likely.
+            raise BVHError(f"{e.message}; the file ends there (truncated?)", e.file, e.line) from None
+        raise
     if toks.i < len(toks.items):
         tok, line = toks.items[toks.i]
         raise BVHError(f"expected MOTION after the hierarchy, found {_show(tok)}", file, line)

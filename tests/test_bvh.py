@@ -168,6 +168,11 @@ BAD = {
     # name: (file text, expected line, words the message must contain)
     "truncated_hierarchy": (SMALL[: SMALL.index("      End Site")], 13, "ends early"),
     "truncated_motion_line": (SMALL[: SMALL.rindex("90 0")], 25, "truncated"),
+    # cut mid-word in the hierarchy: the bad last word is blamed on the cut
+    "cut_in_channel_name": (SMALL[: SMALL.index("Xrotation\n      End") + 4], 13,
+                            "unknown channel name 'Xrot' (expected X/Y/Z followed by position or rotation); "
+                            "the file ends there (truncated?)"),
+    "cut_in_offset": (SMALL[: SMALL.index("0.5 0")] + "5e", 16, "found '5e'; the file ends there (truncated?)"),
     "missing_frames": (SMALL.replace("Frames: 2", "Frames: 3"), 25, "ends early"),
     "wrong_channel_count": (SMALL.replace("90 5 6 30 7 45 60 0 0", "90 5 6 30 7 45 60 0"), 24, "expected 9 values"),
     "non_numeric": (SMALL.replace("90 5 6 0 -1.5", "90 5 6 0 abc"), 25, "expected a number"),
