@@ -4,7 +4,9 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
 
 - the lock position is ``target + offset``: ``target`` is the locked point ``(c, 0)``
   while locked, else the animated toe ``(p, v)``; the offset decays as a critically
-  damped spring by half-life (``decay.spring_weights``, exact for any ``dt``);
+  damped spring by half-life (``decay.spring_weights``, exact for any ``dt``):
+  ``plant_halflife`` while locked (the blend into the lock, and the glide of a toe that
+  lands moving), ``halflife`` while free (the blend back to the animation);
 - contact start locks ``c`` = the current lock position at height ``foot_height``; contact
   end, or the animated toe farther than ``unlock_radius`` from ``c``, releases it.  Each
   switch moves the difference of the two targets into the offset, so the lock position
@@ -25,7 +27,7 @@ Velocities are exact (the spring's own derivative, the IK's analytic one).  Para
 """
 
 import copy as _copy
-from typing import List, Literal
+from typing import List, Literal, Optional
 
 import numpy as np
 from numba import njit
@@ -55,8 +57,10 @@ OUTPUTS = (
     Port("locked", "vec3", "", "lock position of the toe in model space (m, m/s)"),
 )
 IN, OUT = port_indices("FootLockIn", INPUTS), port_indices("FootLockOut", OUTPUTS)
-# joint indices of the leg, unlock radius (m), half-life (s), foot height (m), knee hinge axis (knee frame)
-PAR = fields("FootLockPar", hip=1, knee=1, foot=1, toe=1, unlock_radius=1, halflife=1, foot_height=1, hinge=3)
+# joint indices of the leg, unlock radius (m), half-life free (s), foot height (m), knee hinge axis (knee frame),
+# half-life locked (s)
+PAR = fields("FootLockPar", hip=1, knee=1, foot=1, toe=1, unlock_radius=1, halflife=1, foot_height=1, hinge=3,
+             plant_halflife=1)
 # contact on the last frame (0/1), locked (0/1), the locked point (model frame), the offset and its rate;
 # with root motion: the last frame's motion (vel, ang), the step since it (s), whether there was one (0/1).
 ST = fields(
@@ -143,7 +147,9 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     was_contact = st[ST.contact] > 0.5
     lock = st[ST.lock] > 0.5
     point = read3(st, ST.point)
-    off, offv = decay3(spring_weights(halflife, dt), read3(st, ST.off), read3(st, ST.offv))
+    # Over the step just taken the lock kept its state: one half-life for the whole step (exact).
+    off, offv = decay3(spring_weights(par[PAR.plant_halflife] if lock else halflife, dt),
+                       read3(st, ST.off), read3(st, ST.offv))
 
     if lock and (not contact or vlen(vsub(point, p)) > radius):
         # Release: the target jumps from the point to the toe, the offset takes the jump.
@@ -203,8 +209,9 @@ def foot_lock_node(ins, outs, par, st, pose, sig, db, dt):
 def pack_params(model, idx):
     """The ``PAR`` array of a ``FootLockNode`` with the leg's joint indices ``idx`` (hip, knee, foot, toe)."""
     hip, knee, foot, toe = idx
+    plant = model.halflife if model.plant_halflife is None else model.plant_halflife
     return PAR.pack(hip=hip, knee=knee, foot=foot, toe=toe, unlock_radius=model.unlock_radius,
-                    halflife=model.halflife, foot_height=model.foot_height, hinge=model.hinge)
+                    halflife=model.halflife, foot_height=model.foot_height, hinge=model.hinge, plant_halflife=plant)
 
 
 def check_leg(parents, hip, knee, foot, toe):
@@ -228,7 +235,9 @@ class FootLockNode(Node):
         0.2, gt=0.0, le=DISTANCE_MAX, allow_inf_nan=False,
         description=f"release when the animated toe is this far from the lock (m, (0, {DISTANCE_MAX:g}])",
     )
-    halflife: float = seconds_field(0.1, "half-life of the blend in and out of the lock")
+    halflife: float = seconds_field(0.1, "half-life of the blend out of the lock (and into it, unless plant_halflife)")
+    plant_halflife: Optional[float] = seconds_field(
+        None, "half-life of the blend into the lock: how fast a toe landing on it stops; null: halflife")
     foot_height: float = Field(
         0.02, ge=-DISTANCE_MAX, le=DISTANCE_MAX, allow_inf_nan=False,
         description=f"height of the toe joint above the ground (m, [-{DISTANCE_MAX:g}, {DISTANCE_MAX:g}])",
@@ -277,13 +286,15 @@ class FootLock:
     ``locked_pos``/``locked_vel`` (model space, m and m/s).  ``reset()`` forgets the lock.
     """
 
-    def __init__(self, unlock_radius=0.2, halflife=0.1, foot_height=0.02, joints=LEFT_LEG, hinge=(1.0, 0.0, 0.0)):
+    def __init__(self, unlock_radius=0.2, halflife=0.1, foot_height=0.02, joints=LEFT_LEG, hinge=(1.0, 0.0, 0.0),
+                 plant_halflife=None):
         try:
             self.model = FootLockNode(
                 id="foot_lock",
                 joints=joints,
                 unlock_radius=unlock_radius,
                 halflife=halflife,
+                plant_halflife=plant_halflife,
                 foot_height=foot_height,
                 hinge=hinge,
             )

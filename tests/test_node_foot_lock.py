@@ -67,7 +67,7 @@ def test_bad_parameters_are_refused():
     skel = leg_skeleton()
     ctx = BuildContext(skeleton=skel)
     ok = FootLockNode(id="lock", joints=list(LEG))
-    assert list(ok.params(ctx)) == [1, 2, 3, 4, 0.2, 0.1, 0.02, 1.0, 0.0, 0.0]
+    assert list(ok.params(ctx)) == [1, 2, 3, 4, 0.2, 0.1, 0.02, 1.0, 0.0, 0.0, 0.1]  # plant_halflife: halflife's
     assert list(ok.state(ctx)) == [0.0] * STATE_SIZE
     bad = [
         {"radius": 0.2},  # unknown key
@@ -75,6 +75,8 @@ def test_bad_parameters_are_refused():
         {"unlock_radius": 0.0},
         {"halflife": -1.0},
         {"halflife": 61.0},
+        {"plant_halflife": -0.1},
+        {"plant_halflife": float("inf")},
         {"foot_height": float("nan")},
         {"joints": ["hip", "knee", "ankle"]},
         {"hinge": [0, 0, 0]},
@@ -120,6 +122,36 @@ def test_lock_blends_in_by_halflife_to_foot_height():
     for n in range(40):
         lock.update(local, skel, False, dt)
     np.testing.assert_allclose(lock.locked_pos, toe, atol=2e-3 * abs(held[1] - toe[1]) + 1e-6)
+
+
+def test_lock_blends_in_by_plant_halflife_and_out_by_halflife():
+    # The same still leg: with plant_halflife the offset decays by it while locked, and after
+    # the contact ends the release blends back by halflife (both exact for the frame time).
+    plant, halflife, dt = 0.03, 0.2, 1 / 60
+    skel = leg_skeleton()
+    local = as_pose(bent_leg()(0.0))
+    toe = ag.ops.fk(local, LEG_PARENTS).pos[4].astype(float)
+    height = toe[1] - 0.03
+    lock = FootLock(halflife=halflife, plant_halflife=plant, foot_height=height, joints=LEG)
+    y = 2 * math.log(2) / plant
+    for n in range(12):
+        lock.update(local, skel, True, dt)
+        t = n * dt
+        want = height + (toe[1] - height) * (1 + y * t) * math.exp(-y * t)
+        np.testing.assert_allclose(lock.locked_pos[1], want, atol=1e-6)
+    # The contact ends: the step up to the release was still locked (plant_halflife) ...
+    lock.update(local, skel, False, dt)
+    t = 12 * dt
+    want = height + (toe[1] - height) * (1 + y * t) * math.exp(-y * t)
+    np.testing.assert_allclose(lock.locked_pos[1], want, atol=1e-6)
+    # ... and from there the offset from the animated toe decays by halflife.
+    x0, v0 = lock.locked_pos[1] - toe[1], lock.locked_vel[1]
+    y = 2 * math.log(2) / halflife
+    for n in range(1, 20):
+        lock.update(local, skel, False, dt)
+        t = n * dt
+        want = toe[1] + (x0 + (v0 + y * x0) * t) * math.exp(-y * t)
+        np.testing.assert_allclose(lock.locked_pos[1], want, atol=1e-6)
 
 
 def test_unlock_radius_releases_the_lock():
