@@ -344,7 +344,7 @@ class FootLock:
 
 def verify_foot_lock(m, t, h, rng):
     """The toe locks on the clip's contacts from ``lag`` s before t; the pose and the lock position are checked."""
-    lock = FootLock(joints=m.leg)
+    lock = FootLock(joints=m.leg, plant_halflife=0.04)  # in and out at different rates: both paths checked
     hold = t + STEPS[0] * h  # the contact is held over the stencil: its switching is an event, not motion
 
     def step(s, dt):
