@@ -46,16 +46,12 @@ import tempfile
 from pathlib import Path
 
 import numba
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload
-from numba.np.arrayobj import populate_array
+from numba import njit
 
 from . import cache
 from .errors import GraphError
 from .node import REGISTRY
+from .views import rows
 
 _LOADED = {}  # covered node types -> executor module
 _FULL_COMPILED = {}  # registry -> True once its whole executor is known compiled
@@ -66,76 +62,6 @@ N_OPS, OPS_AT, IO_AT, PARENTS_AT, N_SIG, SLOTS, JOINTS, FRAMES = range(8)
 HEADER_WIDTH = 8
 OP_KIND, OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END = range(8)
 OP_WIDTH = 8
-
-
-def borrowed(arr):
-    """``arr`` as a borrowed view: the same data, shape and strides, no reference count (null meminfo).
-
-    Every array a numba function takes is reference-counted on entry and exit, an atomic
-    add each: measured, a third of a one-character step (``chain65/1``) went there.  The
-    walk's arrays live as long as the call (the Python caller holds them), so the entry
-    points borrow them once and every view and call below skips the count.  Scratch arrays a
-    kernel allocates are counted as usual.  In Python: ``arr`` itself.
-    """
-    return arr
-
-
-@intrinsic
-def _borrowed(typingctx, arr):
-    if not isinstance(arr, types.Array):
-        return None
-
-    def codegen(context, builder, sig, args):
-        null = ir.Constant(context.get_value_type(arr).elements[0], None)
-        view = builder.insert_value(args[0], null, 0)  # meminfo
-        return builder.insert_value(view, ir.Constant(context.get_value_type(arr).elements[1], None), 1)  # parent
-
-    return arr(arr), codegen
-
-
-@overload(borrowed)
-def _borrowed_overload(arr):
-    return lambda arr: _borrowed(arr)
-
-
-def rows(flat, at, shape):
-    """C-contiguous view of ``flat[at:at + prod(shape)]`` with ``shape``; the caller keeps it within ``flat``.
-
-    ``reshape`` calls a C helper to check contiguity, about 20 ns each: the walk's database
-    views cost 0.3 us per step that way.  Compiled, the view is built directly (the slice is
-    contiguous by construction); in Python it is that slice reshaped.
-    """
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return flat[at:at + n].reshape(shape)
-
-
-@intrinsic
-def _rows(typingctx, flat, at, shape):
-    if not (isinstance(flat, types.Array) and flat.ndim == 1 and flat.layout == "C"
-            and isinstance(at, types.Integer) and isinstance(shape, types.UniTuple)):
-        return None
-    view = types.Array(flat.dtype, len(shape), "C")
-
-    def codegen(context, builder, sig, args):
-        src = context.make_array(flat)(context, builder, value=args[0])
-        dims = [context.cast(builder, d, shape.dtype, types.intp) for d in cgutils.unpack_tuple(builder, args[2])]
-        strides = [src.itemsize]
-        for d in reversed(dims[1:]):
-            strides.insert(0, builder.mul(strides[0], d))
-        out = context.make_array(view)(context, builder)
-        start = context.cast(builder, args[1], at, types.intp)
-        populate_array(out, data=builder.gep(src.data, [start]), shape=dims, strides=strides,
-                       itemsize=src.itemsize, meminfo=src.meminfo, parent=None)
-        return impl_ret_borrowed(context, builder, view, out._getvalue())
-
-    return view(flat, at, shape), codegen
-
-
-@overload(rows)
-def _rows_overload(flat, at, shape):
-    return lambda flat, at, shape: _rows(flat, at, shape)
 
 
 @njit(cache=True)
@@ -231,7 +157,8 @@ def source(names, cover=None):
         "import numpy as np",
         "from numba import njit, prange",
         "",
-        "from animgraph.executor import borrowed, clip_db, rows",
+        "from animgraph.executor import clip_db",
+        "from animgraph.views import alive, borrowed, rows",
         "",
     ]
     lines.append("from animgraph.lanes import LANES, copy_slot, make_current, mark_written")
@@ -327,8 +254,8 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "        c0 = t * LANES",
         "        tile = tiles[t]",
         "        sg = chars[c0:c0 + LANES, 0:n_sig]",
-        "        in_tile = np.zeros(n_slots, np.bool_)",
-        "        in_chars = np.zeros(n_slots, np.bool_)",
+        "        own_tile, own_chars = np.zeros(n_slots, np.bool_), np.zeros(n_slots, np.bool_)",
+        "        in_tile, in_chars = borrowed(own_tile), borrowed(own_chars)  # uncounted in the walk",
         "        for i in range(n_ops):",
         f"            o = ops_at + {OP_WIDTH} * i",
         f"            kind = table[o + {OP_KIND}]",
@@ -364,6 +291,7 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "        for k in range(keep.shape[0]):",
         "            if not in_chars[keep[k]]:",
         "                copy_slot(tile, keep[k], c0, vecs, rots, False)",
+        "        alive(own_tile), alive(own_chars)",
         "",
     ]
     body = lines.index("        c0 = t * LANES")  # written one level deeper than walk_tile's body: dedent

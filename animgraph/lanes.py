@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from animgraph.pose import Pose
+from animgraph.views import alive, borrowed
 
 LANES = 16  # characters per tile: a multiple of the SIMD width (8 float32 in AVX2, 16 in AVX-512)
 POS, ROT, SCL, VEL, ANG, SVL = 0, 3, 7, 10, 13, 16  # first channel of each field
@@ -195,17 +196,19 @@ def fk_tile(local, parents, out, parent=None):
 
     ``parent`` is scratch for one joint (``JOINT`` float32): each parent is copied there first
     because a lane loop that reads and writes the same buffer stays scalar (LLVM cannot
-    rule out overlap).  Without it, one is allocated per call.
+    rule out overlap).  Without it, one is allocated per call.  The loop uses a borrowed view
+    of it: a counted array costs two atomic operations at each use in the loop.
     """
-    if parent is None:
-        parent = np.empty(JOINT, np.float32)
+    own = np.empty(JOINT, np.float32) if parent is None else parent
+    scratch = borrowed(own)
     for j in range(parents.shape[0]):
         p = parents[j]
         if p < 0:
             copy_joint(local, j, out, j)
         else:
-            copy_joint(out, p, parent, 0)
-            kmul_joint(parent, 0, local, j, out, j)
+            copy_joint(out, p, scratch, 0)
+            kmul_joint(scratch, 0, local, j, out, j)
+    alive(own)
 
 
 @njit(cache=True)

@@ -27,6 +27,7 @@ from animgraph.lanes import ANG, CONTRACT, fk_tile, JOINT, LANES, POS, ROT, SCL,
     store_lane3, store_lane4, vadd, vscale
 from animgraph.kernels import basis, keys, segment
 from animgraph.maths import poly12
+from animgraph.views import alive, borrowed
 
 F32 = np.float32
 ONE = F32(1.0)
@@ -366,12 +367,10 @@ def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows
     KEY * LANES) one joint's gathered key rows.
     """
     joints = out.shape[0] // JOINT
-    if rows is None:
-        rows = np.empty(LANES, np.int64)
-    if sv is None:
-        sv = np.empty(2 * LANES, np.float32)
-    if keys is None:
-        keys = np.empty(KEY * LANES, np.float32)
+    own_rows = np.empty(LANES, np.int64) if rows is None else rows
+    own_sv = np.empty(2 * LANES, np.float32) if sv is None else sv
+    own_keys = np.empty(KEY * LANES, np.float32) if keys is None else keys
+    rows, sv, keys = borrowed(own_rows), borrowed(own_sv), borrowed(own_keys)  # uncounted in the loops
     # Per lane, scalar: the segment (the same function as the scalar sample).
     for lane in range(LANES):
         k, s, moving = segment(float(times[lane]), frames, key_dt, loop, rate)
@@ -381,6 +380,7 @@ def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows
     for j in range(joints):
         gather_keys(table, rows, j * KEY, keys)
         linear_joint(keys, sv, unit, out, j * JOINT)
+    alive(own_rows), alive(own_sv), alive(own_keys)
 
 
 @njit(cache=True, fastmath=CONTRACT)
@@ -391,8 +391,10 @@ def sample_clip_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates
     ``cpos``, ``ktab``: as ``gather_clip_keys``; ``unit``: the clip's scales are all 1.
     """
     joints = out.shape[0] // JOINT
-    frames0, frames1 = np.empty(LANES, np.int64), np.empty(LANES, np.int64)
-    sv, keys = np.empty(2 * LANES, np.float32), np.empty(KEY * LANES, np.float32)
+    own0, own1 = np.empty(LANES, np.int64), np.empty(LANES, np.int64)
+    own_sv, own_keys = np.empty(2 * LANES, np.float32), np.empty(KEY * LANES, np.float32)
+    frames0, frames1 = borrowed(own0), borrowed(own1)  # uncounted in the loops
+    sv, keys = borrowed(own_sv), borrowed(own_keys)
     for lane in range(LANES):
         k, s, moving = segment(times[lane], frames, key_dt, loop, rates[lane])
         frames0[lane] = start + k
@@ -402,6 +404,7 @@ def sample_clip_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates
     for j in range(joints):
         gather_clip_keys(cpos, ktab, frames0, frames1, j, keys)
         linear_joint(keys, sv, unit, out, j * JOINT)
+    alive(own0), alive(own1), alive(own_sv), alive(own_keys)
 
 
 @njit(inline="always")
@@ -464,8 +467,9 @@ def sample_clip_cubic_tile(cpos, ktab, unit, start, frames, key_dt, loop, times,
     """``sample_clip_tile`` in cubic mode (``ops.sample(..., 'cubic')``): Catmull-Rom positions and log scales,
     rotations on the chart at key k with the key table's tangents, exact velocities."""
     joints = out.shape[0] // JOINT
-    rows = np.empty(4 * LANES, np.int64)
-    sv, keys_ = np.empty(SCALARS * LANES, np.float32), np.empty(CKEY * LANES, np.float32)
+    own_rows = np.empty(4 * LANES, np.int64)
+    own_sv, own_keys = np.empty(SCALARS * LANES, np.float32), np.empty(CKEY * LANES, np.float32)
+    rows, sv, keys_ = borrowed(own_rows), borrowed(own_sv), borrowed(own_keys)  # uncounted in the loops
     for lane in range(LANES):
         k, s, moving = segment(times[lane], frames, key_dt, loop, rates[lane])
         km, k0, k1, k2, span0, span1 = keys(k, frames, loop)
@@ -510,6 +514,7 @@ def sample_clip_cubic_tile(cpos, ktab, unit, start, frames, key_dt, loop, times,
                 for c in range(3):
                     out[at + (SCL + c) * LANES + lane] = math.exp(ls[c])
                     out[at + (SVL + c) * LANES + lane] = dls[c]
+    alive(own_rows), alive(own_sv), alive(own_keys)
 
 
 @njit(inline="always")

@@ -63,7 +63,9 @@ when it cannot do this op on this tile (a case it leaves to the scalar kernel, s
 weight other than 1 on some lane): the executor then runs ``kernel`` lane by lane on the
 characters' own slots, copying a pose slot between them and the tile only when the other
 kind of op reads it.  Node types without a tile kernel always run that way, so every graph
-runs on tiles and only the speed differs.
+runs on tiles and only the speed differs.  Scratch arrays a tile kernel allocates go into its
+loops as ``views.borrowed`` views, with ``views.alive(array)`` after the last use: a counted
+array costs two atomic operations wherever a loop passes it on (``nodes/blend.py``).
 """
 
 from __future__ import annotations

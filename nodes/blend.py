@@ -30,6 +30,7 @@ from animgraph.limits import unit_field
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose
 from animgraph.stencil import stencil
+from animgraph.views import alive, borrowed
 
 INPUTS = (
     Port("a", "pose", "any", "pose at alpha 0"),
@@ -83,14 +84,16 @@ def blend_tile(ins, outs, par, st, tile, sig, db, dt):
     if par[PAR.motion_size] > 0.0:
         return False  # root-motion blocks: a few numbers, lane by lane
     joints = db[DB_PARENTS].shape[0]
-    alpha, alpha_vel = np.empty(LANES, np.float32), np.empty(LANES, np.float32)
-    coef = np.empty(5 * NCOEF * LANES, np.float32)
+    own_w, own_dw = np.empty(LANES, np.float32), np.empty(LANES, np.float32)
+    own_coef = np.empty(5 * NCOEF * LANES, np.float32)
+    alpha, alpha_vel, coef = borrowed(own_w), borrowed(own_dw), borrowed(own_coef)  # uncounted in the loops
     for lane in range(LANES):
         w, dw = weight_input(sig[lane], ins[IN.alpha], par[PAR.alpha])
         alpha[lane], alpha_vel[lane] = w, dw
         fill_coefficients(w, coef, lane)
     blend_lanes(tile_slot(tile, ins[IN.a], joints), tile_slot(tile, ins[IN.b], joints), coef, alpha, alpha_vel,
                 tile_slot(tile, outs[OUT.pose], joints))
+    alive(own_w), alive(own_dw), alive(own_coef)
     return True
 
 

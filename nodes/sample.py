@@ -89,6 +89,7 @@ from animgraph.errors import GraphError
 from animgraph.preprocess import foot_contacts, motion_track, root_motion_clip
 from animgraph.pose import Clip, Pose, number, numbers
 from animgraph.stencil import stencil
+from animgraph.views import alive, borrowed
 
 ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
@@ -505,7 +506,8 @@ def sample_tile(ins, outs, par, st, tile, sig, db, dt):
     if len(db) <= KEYS:  # a constant when numba compiles
         return False
     start, frames, key_dt, loop = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt], par[PAR.loop] > 0.5
-    times, rates = np.empty(LANES), np.empty(LANES)
+    own_t, own_r = np.empty(LANES), np.empty(LANES)
+    times, rates = borrowed(own_t), borrowed(own_r)  # uncounted in the loops
     for lane in range(LANES):
         times[lane], rates[lane] = sample_time(ins, par, st[lane], sig[lane])
     out = tile_slot(tile, outs[OUT.pose], db[DB_PARENTS].shape[0])
@@ -516,6 +518,7 @@ def sample_tile(ins, outs, par, st, tile, sig, db, dt):
         sample_clip_tile(db[DB_POS], db[KEYS], unit, start, frames, key_dt, loop, times, rates, out)
     for lane in range(LANES):
         sample_signals(ins, outs, par, st[lane], sig[lane], db, times[lane], rates[lane], dt)
+    alive(own_t), alive(own_r)
     return True
 
 

@@ -21,6 +21,7 @@ from animgraph.limits import AXIS_MAX, INDEX_MAX, Axis, JointName, unit_field
 from animgraph.node import DB_PARENTS, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose, number
 from animgraph.stencil import ramp, stencil
+from animgraph.views import alive, borrowed
 
 INPUTS = (
     Port("pose", "pose", "local", "parent-relative pose"),
@@ -67,7 +68,8 @@ def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile (``animgraph.lanes_ik.two_bone_ik_tile``, float32) when every lane's
     weight is 1 at rate 0; otherwise lane by lane."""
     t = ins[IN.target]
-    tpos, tvel = np.empty(3 * LANES, np.float32), np.empty(3 * LANES, np.float32)
+    own_p, own_v = np.empty(3 * LANES, np.float32), np.empty(3 * LANES, np.float32)
+    tpos, tvel = borrowed(own_p), borrowed(own_v)  # uncounted in the loops (as every scratch below)
     for lane in range(LANES):
         s = sig[lane]
         w, dw = par[PAR.weight], 0.0
@@ -84,7 +86,8 @@ def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
     n, j = 0, jc
     while j >= 0:
         n, j = n + 1, parents[j]
-    path = np.empty(n, np.int64)
+    own_path = np.empty(n, np.int64)
+    path = borrowed(own_path)
     j = jc
     for i in range(n - 1, -1, -1):
         path[i], j = j, parents[j]
@@ -94,19 +97,21 @@ def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
             ia = i
         if path[i] == jb:
             ib = i
-    glob = np.zeros((n + 1) * JOINT, np.float32)
+    own_glob = np.zeros((n + 1) * JOINT, np.float32)
+    glob = borrowed(own_glob)
     for i in range(LANES):  # joint 0 of glob: the identity kineform (rot w and scale 1)
         glob[ROT * LANES + i] = 1.0
         for c in range(3):
             glob[(SCL + c) * LANES + i] = 1.0
-    hinge = np.empty(3, np.float32)
+    own_hinge, own_parent, own_solved = np.empty(3, np.float32), np.empty(JOINT, np.float32), \
+        np.empty(SOLVED * LANES, np.float32)
     for c in range(3):
-        hinge[c] = par[PAR.hinge + c]
+        own_hinge[c] = par[PAR.hinge + c]
     # int64 casts: numba would otherwise also compile a copy for the literal 0 that ia and ib start from
-    two_bone_lanes(tile_slot(tile, ins[IN.pose], joints), path, np.int64(ia), np.int64(ib), np.int64(n - 1), hinge,
-                   tpos, tvel,
-                   tile_slot(tile, outs[OUT.pose], joints), glob, np.empty(JOINT, np.float32),
-                   np.empty(SOLVED * LANES, np.float32))
+    two_bone_lanes(tile_slot(tile, ins[IN.pose], joints), path, np.int64(ia), np.int64(ib), np.int64(n - 1),
+                   borrowed(own_hinge), tpos, tvel, tile_slot(tile, outs[OUT.pose], joints), glob,
+                   borrowed(own_parent), borrowed(own_solved))
+    alive(own_p), alive(own_v), alive(own_path), alive(own_glob), alive(own_hinge), alive(own_parent), alive(own_solved)
     return True
 
 

@@ -1,6 +1,6 @@
 """Layering: a node module imports no other node module; the bottom-layer modules import no node module.
 
-Shared helpers live in modules named by what they hold (``animgraph.kernels``, ``maths``,
+Shared helpers live in modules named by what they hold (``animgraph.kernels``, ``maths``, ``views``,
 ``ik``, ``offsets``, ``args``, ``limits`` ...), which every node may import.  Checked on
 the source with ``ast``, so an import inside a function counts too.
 """
@@ -17,7 +17,7 @@ NODES = Path(animgraph.nodes.__path__[0])
 CORE = Path(animgraph.__path__[0])
 # The bottom layer: what node modules share.  Each may import only these (and pose, errors)
 # from animgraph, never a node module, the node contract or the planner.
-BOTTOM = ("kernels", "maths", "ik", "offsets", "decay", "args", "limits", "lanes", "lanes_ops", "lanes_ik")
+BOTTOM = ("kernels", "maths", "ik", "offsets", "decay", "args", "limits", "lanes", "lanes_ops", "lanes_ik", "views")
 BOTTOM_MAY_IMPORT = set(BOTTOM) | {"pose", "errors"}
 
 

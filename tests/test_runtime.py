@@ -11,7 +11,7 @@ from numba import njit
 
 import animgraph as ag
 from animgraph.node import REGISTRY
-from animgraph import executor, graphs
+from animgraph import executor, graphs, views
 from animgraph.maths import qmul, qrot
 
 DT = 1 / 60
@@ -344,7 +344,7 @@ def test_executor_source_and_cache():
 def test_a_borrowed_view_is_the_same_memory_and_holds_no_reference():
     @njit
     def write_through(a, x):
-        b = executor.borrowed(a[1:])  # a view of a view: the same data, shape and strides
+        b = views.borrowed(a[1:])  # a view of a view: the same data, shape and strides
         b[0, 2] = x
         return b.shape, b.strides, b[1, 3]
 
@@ -356,14 +356,14 @@ def test_a_borrowed_view_is_the_same_memory_and_holds_no_reference():
 
 def test_rows_views_equal_reshaped_slices():
     @njit
-    def views(flat, at):
-        a = executor.rows(flat, at, (3, 2, 4))
-        b = executor.rows(flat, at + 24, (5, 2))
+    def two_views(flat, at):
+        a = views.rows(flat, at, (3, 2, 4))
+        b = views.rows(flat, at + 24, (5, 2))
         a[2, 1, 3] = -1.0  # writes through
         return a.copy(), b.copy(), a.strides, b.strides, a.flags.c_contiguous
 
     flat = np.arange(60, dtype=np.float32)
-    a, b, sa, sb, contiguous = views(flat, 7)
+    a, b, sa, sb, contiguous = two_views(flat, 7)
     np.testing.assert_array_equal(a.ravel()[:-1], np.arange(7, 30, dtype=np.float32))
     assert a[2, 1, 3] == -1.0 == flat[30] and contiguous
     np.testing.assert_array_equal(b, np.arange(31, 41, dtype=np.float32).reshape(5, 2))
@@ -372,7 +372,7 @@ def test_rows_views_equal_reshaped_slices():
 
 @pytest.mark.parametrize("batch", [1, 19])
 def test_steps_leave_no_reference_on_the_instances_arrays(clips, batch):
-    """The executor borrows its arrays (``executor.borrowed``): after many steps, scalar walk or lane tiles,
+    """The executor borrows its arrays (``views.borrowed``): after many steps, scalar walk or lane tiles,
     every array the call takes has the Python reference count it had before."""
     inst = ag.compile(graphs.path("blend"), batch=batch).instance()
     inst.step(DT)
@@ -381,6 +381,38 @@ def test_steps_leave_no_reference_on_the_instances_arrays(clips, batch):
     for _ in range(50):
         inst.step(DT)
     assert [sys.getrefcount(a) for a in arrays] == refs
+
+
+LEAK_CHECK = """
+import numpy as np
+from numba.core.runtime import rtsys
+from animgraph.bench import chain_assets, chain_graph
+from animgraph.runtime import compile
+skel, clips = chain_assets()
+inst = compile(chain_graph(), batch=19, assets=clips).instance(lanes=True)
+def live():
+    s = rtsys.get_allocation_stats()
+    return s.alloc - s.free, s.alloc
+inst.step(1 / 60)
+before, allocs = live()
+for _ in range(40):
+    out = inst.step(1 / 60)["out"]
+after, allocs_after = live()
+print(before, after, allocs_after - allocs, bool(np.isfinite(out.pos).all() and np.isfinite(out.ang).all()))
+"""
+
+
+def test_tile_kernels_free_their_scratch():
+    """The lane kernels use borrowed views of their scratch arrays (``views.borrowed``, kept by ``views.alive``):
+    each step allocates and frees them, so numba's count of live allocations does not grow."""
+    import os
+    import subprocess
+
+    env = dict(os.environ, NUMBA_NRT_STATS="1")  # read once, at numba's import: hence a process of its own
+    run = subprocess.run([sys.executable, "-c", LEAK_CHECK], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    before, after, allocated, finite = run.stdout.split()
+    assert int(after) == int(before) and int(allocated) > 40 and finite == "True"
 
 
 def test_a_cold_cache_compiles_only_the_graphs_node_types(monkeypatch):
