@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import animgraph as ag
@@ -152,6 +154,28 @@ def test_lock_blends_in_by_plant_halflife_and_out_by_halflife():
         t = n * dt
         want = toe[1] + (x0 + (v0 + y * x0) * t) * math.exp(-y * t)
         np.testing.assert_allclose(lock.locked_pos[1], want, atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.01, 0.5), st.floats(0.01, 0.5), st.lists(st.booleans(), min_size=4, max_size=10),
+       st.integers(2, 9))
+def test_lock_is_exact_for_any_frame_time(halflife, plant, contacts, substeps):
+    # A still leg and contacts that switch only at the ends of whole frames: stepping each frame
+    # in ``substeps`` pieces gives the same lock (position and velocity) as one step per frame,
+    # whatever the two half-lives: each decays in closed form over the steps it covers.
+    skel = leg_skeleton()
+    local = as_pose(bent_leg()(0.0))
+    height = ag.ops.fk(local, LEG_PARENTS).pos[4, 1] - 0.03
+    whole = FootLock(halflife=halflife, plant_halflife=plant, foot_height=height, joints=LEG)
+    split = whole.copy()
+    dt, before = 1 / 30, False
+    for contact in contacts:
+        whole.update(local, skel, contact, dt)
+        for k in range(substeps):  # the switch happens at the frame's end, as for the whole step
+            split.update(local, skel, contact if k == substeps - 1 else before, dt / substeps)
+        before = contact
+        np.testing.assert_allclose(split.locked_pos, whole.locked_pos, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(split.locked_vel, whole.locked_vel, rtol=0, atol=1e-8)
 
 
 def test_unlock_radius_releases_the_lock():
