@@ -4,8 +4,8 @@
 - ``alive(arr)``: a use of ``arr`` that keeps it from being freed before that point;
 - ``rows(flat, at, shape)``: a C-contiguous view of part of a flat buffer.
 
-Each is a plain Python function (``walk_in_python`` runs them as they read) with a numba
-overload for compiled code.
+``borrowed`` and ``rows`` are plain Python functions (``walk_in_python`` runs them as they
+read) with numba overloads for compiled code; ``alive`` is a small compiled function.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def borrowed(arr):
     Every array a numba function takes is reference-counted on entry and exit, an atomic
     add each: measured, a third of a one-character step (``chain65/1``) went there.  The
     walk's arrays live as long as the call (the Python caller holds them), so the entry
-    points borrow them once and every view and call below skips the count.  Scratch arrays a
-    kernel allocates are counted as usual.  In Python: ``arr`` itself.
+    points borrow them once and every view and call below skips the count.  A kernel's own
+    scratch array is counted unless it is borrowed too, with ``alive`` after its last use.
+    In Python: ``arr`` itself.
     """
     return arr
 
