@@ -135,8 +135,22 @@ def configure_numba():
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
         numba.config.CACHE_DIR = str(cache_dir() / "numba")
+    _vectorize_strided_loops()
     _lock_numba_cache_writes()
     prune(cache_dir())
+
+
+def _vectorize_strided_loops():
+    """Let LLVM's loop vectorizer version a loop on more runtime no-wrap checks (16 by default, 64 here).
+
+    A loop over joints reading ``rot[4 * j + c]`` from several flat arrays (``views.flat``)
+    needs one check per strided access; above 16 LLVM leaves it scalar.  The checks run once
+    per loop, before it.  A 65-joint blend measured 1.64 us scalar, 0.62 us packed.  The option
+    is process-wide, read when a function compiles; it changes speed, never results.
+    """
+    import llvmlite.binding as llvm
+
+    llvm.set_option("", "-vectorize-scev-check-threshold=64")
 
 
 def _lock_numba_cache_writes():

@@ -15,9 +15,11 @@ Getters return float64 tuples (``np.float64``, not ``float()``: see ``animgraph.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from .maths import kdiv, kidentity, kmul, load_kform, store3, store4
+from .views import flat
 
 # ---------------------------------------------------------------- columns of arrays
 
@@ -50,22 +52,71 @@ def write3(a, i, v):
     a[i + 2] = v[2]
 
 
+# Rows of flat (``views.flat``) pose arrays, in the array's element type: a joint loop reading
+# them with a constant stride is one LLVM can pack across joints.
+
+
+@njit(inline="always")
+def row3(a, j):
+    """Row ``j`` of a flat (J * 3) array as a vec3 in its element type."""
+    return (a[3 * j], a[3 * j + 1], a[3 * j + 2])
+
+
+@njit(inline="always")
+def row4(a, j):
+    """Row ``j`` of a flat (J * 4) array as a quaternion (w, x, y, z) in its element type."""
+    return (a[4 * j], a[4 * j + 1], a[4 * j + 2], a[4 * j + 3])
+
+
+@njit(inline="always")
+def set_row3(a, j, v):
+    """Write vec3 ``v`` into row ``j`` of a flat (J * 3) array."""
+    a[3 * j] = v[0]
+    a[3 * j + 1] = v[1]
+    a[3 * j + 2] = v[2]
+
+
+@njit(inline="always")
+def set_row4(a, j, q):
+    """Write quaternion ``q`` into row ``j`` of a flat (J * 4) array."""
+    a[4 * j] = q[0]
+    a[4 * j + 1] = q[1]
+    a[4 * j + 2] = q[2]
+    a[4 * j + 3] = q[3]
+
+
 # ---------------------------------------------------------------- whole poses
 
 
-@njit(cache=True)
 def copy_rows(src, dst):
     """Copy the 2-D array ``src`` into ``dst`` of the same shape (any float types; the same array is fine).
 
     Loops rather than ``dst[:] = src``: numba's slice assignment links a formatted
     shape-error message (its unicode machinery) into every caller, seconds of cold
     compile for a plain copy.  The values written are the same (one cast per element).
+    Compiled, two C-contiguous arrays copy as one flat loop, which LLVM packs: a 65-joint
+    pose measured 0.05 us that way, 0.5 us row by row (3 or 4 numbers a row).
     """
     if src.shape[0] != dst.shape[0] or src.shape[1] != dst.shape[1]:
         raise ValueError("copy_rows: the arrays' shapes differ")
     for j in range(dst.shape[0]):
         for k in range(dst.shape[1]):
             dst[j, k] = src[j, k]
+
+
+@overload(copy_rows)
+def _copy_rows_overload(src, dst):
+    if not (isinstance(src, types.Array) and isinstance(dst, types.Array)):
+        return None
+    if src.layout == "C" and dst.layout == "C":
+        def copy_flat(src, dst):
+            if src.shape[0] != dst.shape[0] or src.shape[1] != dst.shape[1]:
+                raise ValueError("copy_rows: the arrays' shapes differ")
+            a, b = flat(src), flat(dst)
+            for i in range(b.size):
+                b[i] = a[i]
+        return copy_flat
+    return copy_rows
 
 
 @njit(cache=True)

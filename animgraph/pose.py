@@ -58,7 +58,7 @@ def parents_arg(value, joints, name="parents"):
 
 
 def _f32(a, shape_tail, name):
-    a = numbers(a, name, np.float32) if a is not None else a
+    a = np.ascontiguousarray(numbers(a, name, np.float32)) if a is not None else a  # kernels take C arrays
     if a is None or a.ndim < 2 or a.shape[-1] != shape_tail:
         raise ValueError(f"{name} must have shape (..., J, {shape_tail}), got {getattr(a, 'shape', None)}")
     return a
@@ -184,8 +184,11 @@ class Pose:
         return Pose(*(a.copy() for a in self.as_tuple()))
 
     def items(self):
-        """Kernel tuples of (J, 3|4) views, one per batch item (one for an unbatched pose)."""
-        flat = [a.reshape((-1,) + a.shape[-2:]) for a in self.as_tuple()]
+        """Kernel tuples of C-contiguous (J, 3|4) views, one per batch item (one for an unbatched pose).
+
+        An array assigned to a field after construction that is not C-contiguous gives copies.
+        """
+        flat = [np.ascontiguousarray(a).reshape((-1,) + a.shape[-2:]) for a in self.as_tuple()]
         return [tuple(a[n] for a in flat) for n in range(flat[0].shape[0])]
 
     def __getitem__(self, index):

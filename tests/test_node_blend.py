@@ -125,6 +125,21 @@ def test_batches_broadcast():
         np.testing.assert_array_equal(getattr(out, f)[2], getattr(one, f))
 
 
+def test_any_memory_layout_blends_alike():
+    """Fields assigned after construction as strided or Fortran-order views give the same blend."""
+    rng = np.random.default_rng(4)
+    a, b = random_pose(rng, 6, batch=(2,)), random_pose(rng, 6, batch=(2,))
+    want = ag.ops.blend(a, b, 0.4, 0.5)
+    odd = a.copy()
+    odd.pos = np.asfortranarray(a.pos)
+    odd.rot = np.repeat(a.rot, 2, axis=-2)[..., ::2, :]  # every other row of a bigger array
+    odd.vel = np.stack([a.vel, a.vel], axis=-1)[..., 0]  # a strided view
+    assert not any(x.flags.c_contiguous for x in (odd.pos, odd.rot, odd.vel))
+    got = ag.ops.blend(odd, b, 0.4, 0.5)
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f))
+
+
 # ------------------------------------------------------------------ velocities vs central FD
 
 
@@ -228,9 +243,13 @@ def test_near_series_match_the_closed_forms():
     assert worst < 1e-9
 
 
+@pytest.mark.parametrize("rows", [40, 20])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernel_paths_agree_with_the_float64_kineform_blend(dtype):
-    """Near joints (float series), far joints, opposite signs and non-unit scales: each row equals maths.blend_kform."""
+def test_kernel_paths_agree_with_the_float64_kineform_blend(dtype, rows):
+    """Near joints (float series), far joints, opposite signs and non-unit scales: each row equals maths.blend_kform.
+
+    All 40 rows: joint by joint (some are far); the first 20 (all near, unit scales): the packed loops.
+    """
     rng = np.random.default_rng(11)
     joints = 40
     a = random_pose(rng, joints, speed=2.0)
@@ -240,11 +259,17 @@ def test_kernel_paths_agree_with_the_float64_kineform_blend(dtype):
     b.rot[near] = qmul(turn, a.rot)[near] * np.where(rng.random((joints, 1)) < 0.5, -1.0, 1.0)[near]
     a.scl[:20], b.scl[:20] = 1.0, 1.0  # unit scales: the float series; rows 20..29 near but scaled
     a.svl[:20], b.svl[:20] = 0.1, -0.2
-    poses = [tuple(np.ascontiguousarray(x, dtype) for x in p.as_tuple()) for p in (a, b)]
+    poses = [tuple(np.ascontiguousarray(x[:rows], dtype) for x in p.as_tuple()) for p in (a, b)]
     out = tuple(np.zeros_like(x) for x in poses[0])
     for alpha, alpha_vel in ((0.3, 0.0), (0.8, -2.5)):
         blend_kernel(poses[0], poses[1], alpha, alpha_vel, out)
-        for j in range(joints):
+        for which in (0, 1):  # out may alias either input
+            into = tuple(x.copy() for x in poses[which])
+            ins = [into if k == which else poses[k] for k in (0, 1)]
+            blend_kernel(ins[0], ins[1], alpha, alpha_vel, into)
+            for got, want in zip(into, out):
+                np.testing.assert_array_equal(got, want)
+        for j in range(rows):
             ka = tuple(tuple(float(v) for v in x[j]) for x in poses[0])
             kb = tuple(tuple(float(v) for v in x[j]) for x in poses[1])
             want = blend_kform(ka, kb, alpha, alpha_vel)
