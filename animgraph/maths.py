@@ -232,23 +232,15 @@ def poly12(z, c):
     return acc
 
 
-SERIES_SHORT = 0.24 ** 2  # below this |v|^2 the series' terms past degree 5 are below 1e-16: half the work
-
-
-@njit(inline="always")
-def poly6(z, c):
-    """``sum c[k] z^k``, k < 6, by Horner."""
-    return ((((c[5] * z + c[4]) * z + c[3]) * z + c[2]) * z + c[1]) * z + c[0]
-
-
 @njit(cache=True)
 def qexp_series(v):
-    """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (float64-exact)."""
+    """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (float64-exact).
+
+    All twelve terms whatever ``|v|``: a branch to fewer terms for short ``v`` keeps a loop
+    over joints from packing, which saves more (``nodes.sample.linear_rotation_rows``).
+    """
     z = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
-    if z < SERIES_SHORT:  # a sampled clip's usual case: keys less than 0.48 rad apart
-        s, c = poly6(z, SINC_SERIES), poly6(z, COS_SERIES)
-    else:
-        s, c = poly12(z, SINC_SERIES), poly12(z, COS_SERIES)
+    s, c = poly12(z, SINC_SERIES), poly12(z, COS_SERIES)
     return (c, v[0] * s, v[1] * s, v[2] * s)
 
 
@@ -400,7 +392,10 @@ def weighted_rotation(rot, ang, w, dw):
 
     ``exp(w log rot)`` through ``to_scaled_angle_axis``/``sa_dx_to_ang`` (``weighted_rot``
     takes the rotation vector instead and uses the one-sin-one-cos exp map).
+    At full weight not changing (the usual IK case) that is ``rot`` (the short way) and ``ang``.
     """
+    if w == 1.0 and dw == 0.0:
+        return qabs(rot), ang
     v = to_scaled_angle_axis(rot)
     dv = ang_to_sa_dx(v, ang)
     vw = vscale(v, w)

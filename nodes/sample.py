@@ -67,7 +67,7 @@ from animgraph.maths import (
     vscale,
     vsub,
 )
-from animgraph.kernels import basis, get3, keys, put3, segment
+from animgraph.kernels import basis, get3, keys, put3, segment, set_row3, set_row4
 from animgraph.lanes import LANES, tile_slot
 from animgraph.lanes_ops import sample_clip_cubic_tile, sample_clip_tile
 from animgraph.limits import RATE_MAX, TIME_MAX
@@ -89,7 +89,7 @@ from animgraph.errors import GraphError
 from animgraph.preprocess import foot_contacts, motion_track, root_motion_clip
 from animgraph.pose import Clip, Pose, number, numbers
 from animgraph.stencil import stencil
-from animgraph.views import alive, borrowed
+from animgraph.views import alive, borrowed, flat
 
 ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
@@ -356,12 +356,29 @@ def linear_rows(s, x0, x1, c, vs, exp_values, out_x, out_dx):
 
 
 @njit(cache=True, error_model="numpy")
+def lerp_rows(s, x0, x1, vs, out_x, out_dx):
+    """``linear_rows`` of positions, keys ``x0``, ``x1`` (J, 3): one loop over every number, packed by LLVM."""
+    a_, b_, x, dx = flat(x0), flat(x1), flat(out_x), flat(out_dx)
+    for i in range(x.size):
+        a, b = np.float64(a_[i]), np.float64(b_[i])
+        x[i] = a * (1.0 - s) + b * s
+        dx[i] = (b - a) * vs
+
+
+@njit(cache=True, error_model="numpy")
 def linear_rotation_rows(s, row, vs, out_rot, out_ang):
-    """``rotation_rows`` of a linear sample (``rotation_at``'s linear case on every joint)."""
-    for j in range(out_rot.shape[0]):
-        r1 = get3(row, j, R1)
-        store4(out_rot, j, linear_rotation(s, load4(row, j), r1))
-        store3(out_ang, j, vscale(r1, vs))
+    """``rotation_rows`` of a linear sample (``rotation_at``'s linear case on every joint).
+
+    On flat views with the key table's row width a constant, so LLVM packs joints.
+    """
+    keys, rot, ang = flat(row), flat(out_rot), flat(out_ang)
+    for j in range(rot.size // 4):
+        k = j * KEY_WIDTH
+        q0 = (np.float64(keys[k + ROT]), np.float64(keys[k + ROT + 1]), np.float64(keys[k + ROT + 2]),
+              np.float64(keys[k + ROT + 3]))
+        r1 = (np.float64(keys[k + R1]), np.float64(keys[k + R1 + 1]), np.float64(keys[k + R1 + 2]))
+        set_row4(rot, j, linear_rotation(s, q0, r1))
+        set_row3(ang, j, vscale(r1, vs))
 
 
 @njit(cache=True, error_model="numpy")
@@ -381,7 +398,7 @@ def sample_keys_kernel(cpos, ktab, unit, start, frames, key_dt, t, rate, cubic, 
         out[2][:] = 1.0
         out[5][:] = 0.0
     if not cubic:
-        linear_rows(s, cpos[k0], cpos[k1], 0, vs, False, out[0], out[3])
+        lerp_rows(s, cpos[k0], cpos[k1], vs, out[0], out[3])
         if not unit_scale:
             linear_rows(s, ktab[k0], ktab[k1], LOG_SCL, vs, True, out[2], out[5])
         linear_rotation_rows(s, ktab[k0], vs, out[1], out[4])
@@ -605,8 +622,9 @@ def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):
         # Enough samples to pay for the clip's key table (the results are the same either way).
         ktab, unit = key_table(clip)
         flag = np.array([float(unit)], np.float32)
+        pos = np.ascontiguousarray(clip.pos)  # the kernel's loops take C arrays (views.flat)
         for t, dst in zip(times.reshape(-1), out.items()):
-            sample_keys_kernel(clip.pos, ktab, flag, 0, clip.frames, clip.dt, float(t), float(rate), cubic, loop, dst)
+            sample_keys_kernel(pos, ktab, flag, 0, clip.frames, clip.dt, float(t), float(rate), cubic, loop, dst)
         return out
     for t, dst in zip(times.reshape(-1), out.items()):
         sample_kernel(clip.pos, clip.rot, clip.scl, 0, clip.frames, clip.dt, float(t), float(rate), cubic, loop, dst)

@@ -1,5 +1,5 @@
 """The lane tile: pack/unpack round trip, fk_tile equals ops.fk, the lane ops (lanes_ops) equal ag.ops, and the
-lane kernels compile to packed float32 SIMD."""
+lane kernels compile to packed float32 SIMD; the one-character blend and sample loops pack across joints."""
 
 import platform
 import re
@@ -107,6 +107,42 @@ def packed_ops(kernel, *args):
 
 def assert_packed(found):
     assert {"vmulps"} <= found and found & {"vaddps", "vfmadd231ps", "vfmadd213ps", "vfmsub231ps"}, found
+
+
+PACKED_DOUBLE = re.compile(r"\b(v(?:mul|add|sub|fn?madd\d{3}|fn?msub\d{3})pd)\s+%?[yz]mm")
+
+
+def packed_double_ops(kernel, *args):
+    """``packed_ops`` for 256- or 512-bit packed float64 instructions (the one-character kernels compute in float64)."""
+    packed_ops(kernel, *args)  # the same skips
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    fresh = numba.njit(**options)(kernel.py_func)
+    fresh(*args)
+    return {m.group(1) for m in PACKED_DOUBLE.finditer("\n".join(fresh.inspect_asm().values()))}
+
+
+def test_one_character_blend_and_sample_pack_across_joints():
+    """The scalar path's hot joint loops (batch 1) on flat views: 4 joints per float64 instruction.
+
+    The blend's rotation loop packs only with the vectorizer option ``animgraph.cache`` sets.
+    """
+    from animgraph.nodes.blend import near_rot_rows
+    from animgraph.nodes.sample import lerp_rows, linear_rotation_rows
+    from animgraph.lanes_ops import near_weights
+
+    _, a = walk_batch(1)
+    _, b = walk_batch(1, seed=1)
+    a, b = (tuple(x[0] for x in p.as_tuple()) for p in (a, b))
+    rot, ang = np.empty_like(a[1]), np.empty_like(a[4])
+    flat = [x.reshape(-1) for x in (a[1], a[4], b[1], b[4], rot, ang)]
+    found = packed_double_ops(near_rot_rows, *flat[:4], near_weights(0.3, a[1]), 0.0, *flat[4:])
+    assert {"vmulpd"} <= found and found & {"vfmadd231pd", "vfmadd213pd", "vaddpd"}, found
+    skel, walk = ag.data.load("walk")
+    keys = key_table(walk)[0]
+    found = packed_double_ops(linear_rotation_rows, 0.4, keys[3], 30.0, rot, ang)
+    assert {"vmulpd"} <= found, found
+    found = packed_double_ops(lerp_rows, 0.4, walk.pos[3], walk.pos[4], 30.0, np.empty_like(a[0]), np.empty_like(a[0]))
+    assert {"vmulpd"} <= found, found
 
 
 def test_fk_tile_compiles_to_packed_float32_simd():
