@@ -3,7 +3,8 @@
 - ``borrowed(arr)``: the same array with no reference count (null meminfo);
 - ``alive(arr)``: a use of ``arr`` that keeps it from being freed before that point;
 - ``rows(flat, at, shape)``: a C-contiguous view of part of a flat buffer;
-- ``flat(arr)``: a C-contiguous array as one flat borrowed view, for loops LLVM packs across rows.
+- ``flat(arr)``: a C-contiguous array as one flat borrowed view, for loops LLVM packs across rows;
+- ``overlap(x, y)``: whether two arrays share memory.
 
 ``borrowed`` and ``rows`` are plain Python functions (``walk_in_python`` runs them as they
 read) with numba overloads for compiled code; ``alive`` is a small compiled function.
@@ -125,6 +126,25 @@ def _flat(typingctx, arr):
 @overload(flat)
 def _flat_overload(arr):
     return lambda arr: _flat(arr)
+
+
+@intrinsic
+def _address(typingctx, arr):
+    if not isinstance(arr, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(arr)(context, builder, value=args[0]).data
+        return builder.ptrtoint(data, context.get_value_type(types.intp))
+
+    return types.intp(arr), codegen
+
+
+@njit(inline="always")
+def overlap(x, y):
+    """Whether arrays ``x`` and ``y`` share any memory (from their data addresses and sizes; no reference counts)."""
+    lo, at = _address(x), _address(y)
+    return at < lo + x.nbytes and lo < at + y.nbytes
 
 
 @njit(cache=True, inline="never")

@@ -11,8 +11,9 @@ The rotation is computed as slerp's sum form ``f(1-α) qa + f(α) qb`` with ``f(
 a power series in ``cos h - 1`` (``maths.blend_rot``): no trigonometry per joint.  Joints whose two
 rotations are within 51.7 degrees and whose scales are 1 (the common case) run it from series
 coefficients computed once per op and rounded to the poses' float type (``lanes_ops.blend_rot_near``);
-the others take ``maths.blend_kform`` in float64.  When every joint is near, the same sums run in
-loops over flat arrays that LLVM packs across joints (``blend_near_rows``: 65 joints 1.7 -> 0.6 us).
+the others take ``maths.blend_kform`` in float64.  The near sums run in loops over flat arrays that
+LLVM packs across joints (``blend_near_rows``: 65 joints 1.7 -> 0.6 us), then the far joints are
+re-done one by one (``blend_far_rows``).
 """
 
 from typing import Literal
@@ -31,7 +32,7 @@ from animgraph.limits import unit_field
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
 from animgraph.pose import Pose
 from animgraph.stencil import stencil
-from animgraph.views import alive, borrowed, flat
+from animgraph.views import alive, borrowed, flat, overlap
 
 INPUTS = (
     Port("a", "pose", "any", "pose at alpha 0"),
@@ -51,8 +52,11 @@ PAR = fields("BlendPar", alpha=1, motion_size=1)
 @njit(cache=True, error_model="numpy", fastmath=CONTRACT)  # FMA: the near path is 23% faster
 def blend_kernel(a, b, alpha, alpha_vel, out):
     """Blend pose tuples ``a`` and ``b`` (C-contiguous) row by row into ``out`` (which may alias either)."""
-    if far_joints(a, b) == 0:  # the common case, in loops packed across joints
+    far = far_joints(a, b)
+    if far == 0 or not (shares(out, a) or shares(out, b)):  # in loops packed across joints
         blend_near_rows(a, b, alpha, alpha_vel, out)
+        if far > 0:  # walk against jog: 2 or 3 of 31 joints, re-done joint by joint from the inputs
+            blend_far_rows(a, b, alpha, alpha_vel, out)
         return
     weights = near_weights(alpha, out[1])  # in the poses' float type
     ft = out[1].dtype.type
@@ -71,6 +75,42 @@ def blend_kernel(a, b, alpha, alpha_vel, out):
 
 
 @njit(inline="always")
+def shares(p, q):
+    """Whether a field of pose tuple ``p`` overlaps the same field of ``q`` (``out`` is ``a``, say)."""
+    return (overlap(p[0], q[0]) or overlap(p[1], q[1]) or overlap(p[2], q[2]) or overlap(p[3], q[3])
+            or overlap(p[4], q[4]) or overlap(p[5], q[5]))
+
+
+@njit(inline="always")  # into blend_kernel: a call passing three pose tuples costs 0.1 us
+def far_joints(a, b):
+    """How many joints ``blend_rot_near`` does not cover (``near_row``)."""
+    ar, br, asc, bsc = flat(a[1]), flat(b[1]), flat(a[2]), flat(b[2])
+    far = 0
+    for j in range(ar.size // 4):
+        far += not near_row(ar, br, asc, bsc, j)
+    return far
+
+
+@njit(inline="always")  # into blend_kernel: a call passing three pose tuples costs 0.1 us
+def blend_far_rows(a, b, alpha, alpha_vel, out):
+    """The joints ``far_joints`` counts, by ``maths.blend_kform`` in float64 (``out`` holds no input)."""
+    ar, br, asc, bsc = flat(a[1]), flat(b[1]), flat(a[2]), flat(b[2])
+    for j in range(ar.size // 4):
+        if not near_row(ar, br, asc, bsc, j):
+            store_kform(out, j, blend_kform(load_kform(a, j), load_kform(b, j), alpha, alpha_vel))
+
+
+@njit(inline="always")
+def near_row(ar, br, asc, bsc, j):
+    """Whether ``blend_rot_near`` covers joint ``j`` (flat rotations and scales of a and b): rotations within
+    51.7 degrees, scales 1.  Bitwise ``&``, not ``and``: no branch, so a loop over joints stays packed."""
+    y = shortest(row4_64(ar, j), row4_64(br, j))[1]
+    sa, sb = row3(asc, j), row3(bsc, j)
+    unit = (sa[0] == 1.0) & (sa[1] == 1.0) & (sa[2] == 1.0) & (sb[0] == 1.0) & (sb[1] == 1.0) & (sb[2] == 1.0)
+    return (NEAR_Y <= y) & (y <= NEAR_TOP) & unit
+
+
+@njit(inline="always")
 def row4_64(a, j):
     """Row ``j`` of a flat (J * 4) array as a float64 quaternion."""
     q = row4(a, j)
@@ -84,20 +124,7 @@ def row3_64(a, j):
     return (np.float64(v[0]), np.float64(v[1]), np.float64(v[2]))
 
 
-@njit(cache=True, error_model="numpy", fastmath=CONTRACT)
-def far_joints(a, b):
-    """How many joints ``blend_rot_near`` does not cover: rotations over 51.7 degrees apart, or a scale not 1."""
-    ar, br, asc, bsc = flat(a[1]), flat(b[1]), flat(a[2]), flat(b[2])
-    far = 0
-    for j in range(ar.size // 4):
-        y = shortest(row4_64(ar, j), row4_64(br, j))[1]
-        sa, sb = row3(asc, j), row3(bsc, j)
-        unit = (sa[0] == 1.0) & (sa[1] == 1.0) & (sa[2] == 1.0) & (sb[0] == 1.0) & (sb[1] == 1.0) & (sb[2] == 1.0)
-        far += not ((NEAR_Y <= y) & (y <= NEAR_TOP) & unit)  # & not and: no branch in the loop
-    return far
-
-
-@njit(cache=True, error_model="numpy", fastmath=CONTRACT)
+@njit(inline="always")  # into blend_kernel: a call passing three pose tuples costs 0.1 us
 def blend_near_rows(a, b, alpha, alpha_vel, out):
     """``blend_kernel`` when ``far_joints`` is 0, the same sums, in joint loops LLVM packs (``views.flat``).
 

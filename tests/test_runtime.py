@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from numba import njit
+from numba.core.errors import TypingError
 
 import animgraph as ag
 from animgraph.node import REGISTRY
@@ -368,6 +369,25 @@ def test_rows_views_equal_reshaped_slices():
     assert a[2, 1, 3] == -1.0 == flat[30] and contiguous
     np.testing.assert_array_equal(b, np.arange(31, 41, dtype=np.float32).reshape(5, 2))
     assert sa == (32, 16, 4) and sb == (8, 4)
+
+
+def test_flat_views_and_overlap():
+    @njit
+    def flat_and_overlap(a, x, y):
+        f = views.flat(a)
+        f[5] = -1.0  # writes through
+        return f.shape, f.strides, views.overlap(x, y)
+
+    a = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    shape, strides, _ = flat_and_overlap(a, a, a)
+    assert shape == (24,) and strides == (4,) and a[0, 1, 2] == -1.0
+    for x, y, want in ((a[0], a[1], False), (a[0], a[0, 3:], True), (a[1, :2], a[1, 1:], True),
+                       (a[1, :1], a[1, 1:], False), (a, np.zeros_like(a), False)):
+        assert flat_and_overlap(a, x, y)[2] is want and flat_and_overlap(a, y, x)[2] is want
+    with pytest.raises(ValueError, match="C-contiguous"):
+        views.flat(a.transpose())
+    with pytest.raises(TypingError):
+        flat_and_overlap(a.transpose(), a, a)  # compiled, only C arrays have a flat view
 
 
 @pytest.mark.parametrize("batch", [1, 19])
