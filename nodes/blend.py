@@ -10,10 +10,9 @@ when the two rotations turn about the same axis.
 The rotation is computed as slerp's sum form ``f(1-α) qa + f(α) qb`` with ``f(t) = sin(t h) / sin h``
 a power series in ``cos h - 1`` (``maths.blend_rot``): no trigonometry per joint.  Joints whose two
 rotations are within 51.7 degrees and whose scales are 1 (the common case) run it from series
-coefficients computed once per op and rounded to the poses' float type (``lanes_ops.blend_rot_near``);
-the others take ``maths.blend_kform`` in float64.  The near sums run in loops over flat arrays that
-LLVM packs across joints (``blend_near_rows``: 65 joints 1.7 -> 0.6 us), then the far joints are
-re-done one by one (``blend_far_rows``).
+coefficients computed once per op and rounded to the poses' float type (``lanes_ops.slerp_sum``), in
+loops over flat arrays that LLVM packs across joints (``blend_near_rows``: 65 joints 1.7 -> 0.6 us);
+the others are then re-done one by one by ``maths.blend_kform`` in float64 (``blend_far_rows``).
 """
 
 from typing import Literal
@@ -24,9 +23,9 @@ from pydantic import Field
 
 from animgraph.kernels import row3, row4, set_row3, set_row4, weight_input
 from animgraph.lanes import CONTRACT, LANES, tile_slot
-from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_rot_near, blend_tile as blend_lanes, fill_coefficients, \
-    near_weights, shortest, vadd, vlerp, vscale, vsub
-from animgraph.maths import blend_kform, is_one, load_kform, store_kform
+from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_tile as blend_lanes, fill_coefficients, near_weights, \
+    poly9, shortest, slerp_sum, vadd, vlerp, vscale, vsub
+from animgraph.maths import blend_kform, load3, load_kform, store3, store_kform
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
@@ -51,27 +50,34 @@ PAR = fields("BlendPar", alpha=1, motion_size=1)
 
 @njit(cache=True, error_model="numpy", fastmath=CONTRACT)  # FMA: the near path is 23% faster
 def blend_kernel(a, b, alpha, alpha_vel, out):
-    """Blend pose tuples ``a`` and ``b`` (C-contiguous) row by row into ``out`` (which may alias either)."""
+    """Blend pose tuples ``a`` and ``b`` (C-contiguous) row by row into ``out`` (which may alias either).
+
+    The near sums for every joint in loops packed across joints, then the far joints (walk
+    against jog: 2 or 3 of 31) re-done one by one from the inputs.
+    """
     far = far_joints(a, b)
-    if far == 0 or not (shares(out, a) or shares(out, b)):  # in loops packed across joints
+    if far == 0 or not (shares(out, a) or shares(out, b)):
         blend_near_rows(a, b, alpha, alpha_vel, out)
-        if far > 0:  # walk against jog: 2 or 3 of 31 joints, re-done joint by joint from the inputs
+        if far > 0:
             blend_far_rows(a, b, alpha, alpha_vel, out)
         return
-    weights = near_weights(alpha, out[1])  # in the poses' float type
+    # out is a or b: joint by joint, each row read before it is written (the far rows re-read inputs).
+    weights = near_weights(alpha, out[1])
+    ar, aw, br, bw, rot, ang = flat(a[1]), flat(a[4]), flat(b[1]), flat(b[4]), flat(out[1]), flat(out[4])
+    asc, bsc = flat(a[2]), flat(b[2])
     ft = out[1].dtype.type
-    w, dw = ft(alpha), ft(alpha_vel)
+    w, dw = np.float64(ft(alpha)), np.float64(ft(alpha_vel))
     for j in range(out[0].shape[0]):
-        ka, kb = load_kform(a, j), load_kform(b, j)
-        ap, ar, asc, av, aw, asv = ka
-        bp, br, bsc, bv, bw, bsv = kb
-        br, y = shortest(ar, br)
-        if NEAR_Y <= y <= NEAR_TOP and is_one(asc) and is_one(bsc):  # unit quaternions: y <= 0 up to rounding
-            rot, ang = blend_rot_near(ar, aw, br, y, bw, weights, dw)
-            vel = vadd(vlerp(av, bv, w), vscale(vsub(bp, ap), dw))
-            store_kform(out, j, (vlerp(ap, bp, w), rot, asc, vel, ang, vlerp(asv, bsv, w)))
+        if near_row(ar, br, asc, bsc, j):
+            ap, bp, av, bv = load3(a[0], j), load3(b[0], j), load3(a[3], j), load3(b[3], j)
+            asv, bsv = load3(a[5], j), load3(b[5], j)
+            store3(out[0], j, vlerp(ap, bp, w))
+            store3(out[3], j, vadd(vlerp(av, bv, w), vscale(vsub(bp, ap), dw)))
+            store3(out[2], j, (1.0, 1.0, 1.0))
+            store3(out[5], j, vlerp(asv, bsv, w))
+            near_rot_row(ar, aw, br, bw, weights, dw, rot, ang, j)
         else:
-            store_kform(out, j, blend_kform(ka, kb, alpha, alpha_vel))
+            store_kform(out, j, blend_kform(load_kform(a, j), load_kform(b, j), alpha, alpha_vel))
 
 
 @njit(inline="always")
@@ -147,21 +153,23 @@ def blend_near_rows(a, b, alpha, alpha_vel, out):
 
 @njit(inline="always")
 def near_rot_rows(ar, aw, br, bw, weights, alpha_vel, rot, ang):
-    """``blend_rot_near`` on every row of flat arrays."""
-    if alpha_vel == 0.0:  # decided once: in each loop the branch inside blend_rot_near folds away
-        for j in range(rot.size // 4):
-            near_rot_row(ar, aw, br, bw, weights, 0.0, rot, ang, j)
-    else:
-        for j in range(rot.size // 4):
-            near_rot_row(ar, aw, br, bw, weights, alpha_vel, rot, ang, j)
+    """``near_rot_row`` on every row of flat arrays."""
+    for j in range(rot.size // 4):
+        near_rot_row(ar, aw, br, bw, weights, alpha_vel, rot, ang, j)
 
 
 @njit(inline="always")
 def near_rot_row(ar, aw, br, bw, weights, alpha_vel, rot, ang, j):
-    """Joint ``j`` of ``near_rot_rows``."""
+    """``blend_rot_near`` of joint ``j`` of flat arrays, as ``slerp_sum`` whatever the weight's rate.
+
+    At rate 0 its extra term is exactly 0 and the result that of ``slerp_sum_still``: one loop
+    to compile instead of two (each packed loop is seconds of first-run compile).
+    """
+    f0, f1, d0, d1, hs = weights
     qa = row4_64(ar, j)
     qb, y = shortest(qa, row4_64(br, j))
-    q, w = blend_rot_near(qa, row3_64(aw, j), qb, y, row3_64(bw, j), weights, alpha_vel)
+    q, w = slerp_sum(qa, row3_64(aw, j), qb, row3_64(bw, j), poly9(y, f0), poly9(y, f1), poly9(y, d0),
+                     poly9(y, d1), poly9(y, hs), alpha_vel)
     set_row4(rot, j, q)
     set_row3(ang, j, w)
 
