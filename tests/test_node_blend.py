@@ -248,7 +248,8 @@ def test_near_series_match_the_closed_forms():
 def test_kernel_paths_agree_with_the_float64_kineform_blend(dtype, rows):
     """Near joints (float series), far joints, opposite signs and non-unit scales: each row equals maths.blend_kform.
 
-    All 40 rows: joint by joint (some are far); the first 20 (all near, unit scales): the packed loops.
+    All 40 rows: the packed loops, then the far rows again joint by joint; the first 20 (all near, unit
+    scales): the packed loops alone.
     """
     rng = np.random.default_rng(11)
     joints = 40
