@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
+LLVM_OPTIONS = ("-vectorize-scev-check-threshold=64",)  # set before any kernel compiles (``configure_numba``)
 
 
 def _kernel_sources():
@@ -31,8 +32,8 @@ def _kernel_sources():
 
 
 def source_hash():
-    """Short sha256 of the animgraph/*.py files with numba code and every nodes/*.py file."""
-    h = hashlib.sha256()
+    """Short sha256 of the animgraph/*.py files with numba code, every nodes/*.py file and the LLVM options."""
+    h = hashlib.sha256(" ".join(LLVM_OPTIONS).encode())  # they change the compiled code too
     for path in _kernel_sources():
         h.update(path.name.encode())
         h.update(path.read_bytes())
@@ -146,11 +147,13 @@ def _vectorize_strided_loops():
     A loop over joints reading ``rot[4 * j + c]`` from several flat arrays (``views.flat``)
     needs one check per strided access; above 16 LLVM leaves it scalar.  The checks run once
     per loop, before it.  A 65-joint blend measured 1.64 us scalar, 0.62 us packed.  The option
-    is process-wide, read when a function compiles; it changes speed, never results.
+    is process-wide and read when a function compiles: it changes which loops pack, so speed, and
+    results only by rounding where a kernel lets LLVM fuse multiply-adds (``lanes.CONTRACT``).
     """
     import llvmlite.binding as llvm
 
-    llvm.set_option("", "-vectorize-scev-check-threshold=64")
+    for option in LLVM_OPTIONS:
+        llvm.set_option("", option)
 
 
 def _lock_numba_cache_writes():

@@ -45,3 +45,12 @@ def test_configure_prunes_beside_the_current_version(tmp_path, monkeypatch):
     stale = _version(tmp_path, "1" * 16, 60, now)
     cache.configure_numba()
     assert not stale.exists() and cache.cache_dir().is_dir()
+
+
+def test_the_llvm_options_are_part_of_the_version(monkeypatch):
+    """Code compiled under other LLVM options (another vectorizer threshold) is another version's."""
+    now = cache.source_hash()
+    monkeypatch.setattr(cache, "LLVM_OPTIONS", ("-vectorize-scev-check-threshold=32",))
+    assert cache.source_hash() != now
+    monkeypatch.undo()
+    assert cache.source_hash() == now
