@@ -85,6 +85,40 @@ def set_row4(a, j, q):
     a[4 * j + 3] = q[3]
 
 
+@njit(inline="always")
+def flat_pose(pose):
+    """Pose tuple ``pose`` (C-contiguous) as a tuple of its six flat views (``views.flat``)."""
+    return (flat(pose[0]), flat(pose[1]), flat(pose[2]), flat(pose[3]), flat(pose[4]), flat(pose[5]))
+
+
+@njit(inline="always")
+def row_kform(f, j):
+    """Kineform of joint ``j`` of a ``flat_pose`` in float64 (``maths.load_kform`` with constant row strides)."""
+    return (_f64v(row3(f[0], j)), _f64q(row4(f[1], j)), _f64v(row3(f[2], j)), _f64v(row3(f[3], j)),
+            _f64v(row3(f[4], j)), _f64v(row3(f[5], j)))
+
+
+@njit(inline="always")
+def set_row_kform(f, j, k):
+    """Write kineform ``k`` into joint ``j`` of a ``flat_pose``."""
+    set_row3(f[0], j, k[0])
+    set_row4(f[1], j, k[1])
+    set_row3(f[2], j, k[2])
+    set_row3(f[3], j, k[3])
+    set_row3(f[4], j, k[4])
+    set_row3(f[5], j, k[5])
+
+
+@njit(inline="always")
+def _f64v(v):
+    return (np.float64(v[0]), np.float64(v[1]), np.float64(v[2]))
+
+
+@njit(inline="always")
+def _f64q(q):
+    return (np.float64(q[0]), np.float64(q[1]), np.float64(q[2]), np.float64(q[3]))
+
+
 # ---------------------------------------------------------------- whole poses
 
 

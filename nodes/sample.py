@@ -395,8 +395,9 @@ def sample_keys_kernel(cpos, ktab, unit, start, frames, key_dt, t, rate, cubic, 
     km, k0, k1, k2 = km + start, k0 + start, k1 + start, k2 + start
     unit_scale = unit[start] > 0.5
     if unit_scale:
-        out[2][:] = 1.0
-        out[5][:] = 0.0
+        scl, svl = flat(out[2]), flat(out[5])  # flat loops: a slice fill costs more per call
+        for i in range(scl.size):
+            scl[i], svl[i] = 1.0, 0.0
     if not cubic:
         lerp_rows(s, cpos[k0], cpos[k1], vs, out[0], out[3])
         if not unit_scale:
