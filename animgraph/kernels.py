@@ -69,6 +69,20 @@ def row4(a, j):
 
 
 @njit(inline="always")
+def row3_64(a, j):
+    """Row ``j`` of a flat (J * 3) array as a float64 vec3."""
+    v = row3(a, j)
+    return (np.float64(v[0]), np.float64(v[1]), np.float64(v[2]))
+
+
+@njit(inline="always")
+def row4_64(a, j):
+    """Row ``j`` of a flat (J * 4) array as a float64 quaternion."""
+    q = row4(a, j)
+    return (np.float64(q[0]), np.float64(q[1]), np.float64(q[2]), np.float64(q[3]))
+
+
+@njit(inline="always")
 def set_row3(a, j, v):
     """Write vec3 ``v`` into row ``j`` of a flat (J * 3) array."""
     a[3 * j] = v[0]
@@ -94,29 +108,19 @@ def flat_pose(pose):
 @njit(inline="always")
 def row_kform(f, j):
     """Kineform of joint ``j`` of a ``flat_pose`` in float64 (``maths.load_kform`` with constant row strides)."""
-    return (_f64v(row3(f[0], j)), _f64q(row4(f[1], j)), _f64v(row3(f[2], j)), _f64v(row3(f[3], j)),
-            _f64v(row3(f[4], j)), _f64v(row3(f[5], j)))
+    return (row3_64(f[0], j), row4_64(f[1], j), row3_64(f[2], j), row3_64(f[3], j), row3_64(f[4], j),
+            row3_64(f[5], j))
 
 
 @njit(inline="always")
 def set_row_kform(f, j, k):
-    """Write kineform ``k`` into joint ``j`` of a ``flat_pose``."""
+    """Write kineform ``k`` into joint ``j`` of a ``flat_pose`` (``maths.store_kform`` on flat rows)."""
     set_row3(f[0], j, k[0])
     set_row4(f[1], j, k[1])
     set_row3(f[2], j, k[2])
     set_row3(f[3], j, k[3])
     set_row3(f[4], j, k[4])
     set_row3(f[5], j, k[5])
-
-
-@njit(inline="always")
-def _f64v(v):
-    return (np.float64(v[0]), np.float64(v[1]), np.float64(v[2]))
-
-
-@njit(inline="always")
-def _f64q(q):
-    return (np.float64(q[0]), np.float64(q[1]), np.float64(q[2]), np.float64(q[3]))
 
 
 # ---------------------------------------------------------------- whole poses

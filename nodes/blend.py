@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 from pydantic import Field
 
-from animgraph.kernels import row3, row4, set_row3, set_row4, weight_input
+from animgraph.kernels import row3, row3_64, row4_64, set_row3, set_row4, weight_input
 from animgraph.lanes import CONTRACT, LANES, tile_slot
 from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_tile as blend_lanes, fill_coefficients, near_weights, \
     poly9, shortest, slerp_sum, vadd, vlerp, vscale, vsub
@@ -114,20 +114,6 @@ def near_row(ar, br, asc, bsc, j):
     sa, sb = row3(asc, j), row3(bsc, j)
     unit = (sa[0] == 1.0) & (sa[1] == 1.0) & (sa[2] == 1.0) & (sb[0] == 1.0) & (sb[1] == 1.0) & (sb[2] == 1.0)
     return (NEAR_Y <= y) & (y <= NEAR_TOP) & unit
-
-
-@njit(inline="always")
-def row4_64(a, j):
-    """Row ``j`` of a flat (J * 4) array as a float64 quaternion."""
-    q = row4(a, j)
-    return (np.float64(q[0]), np.float64(q[1]), np.float64(q[2]), np.float64(q[3]))
-
-
-@njit(inline="always")
-def row3_64(a, j):
-    """Row ``j`` of a flat (J * 3) array as a float64 vec3."""
-    v = row3(a, j)
-    return (np.float64(v[0]), np.float64(v[1]), np.float64(v[2]))
 
 
 @njit(inline="always")  # into blend_kernel: a call passing three pose tuples costs 0.1 us
