@@ -11,6 +11,17 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
   end, or the animated toe farther than ``unlock_radius`` from ``c``, releases it.  Each
   switch moves the difference of the two targets into the offset, so the lock position
   and its velocity never jump;
+- while free, the animated toe can be made a swing (``free_toe``); mocap toes skim the
+  floor mid-swing and pull back just before a plant:
+
+  - ``clearance`` keeps the free toe that far above ``foot_height`` (``smooth_max``, C2 over
+    ``SOFT``), and ``lift_halflife`` is the half-life of the vertical part of the blend out
+    of a lock, so a step clears the ground as soon as it leaves it;
+  - ``forward_only`` stops the free toe going back against the direction of travel (the
+    root's world velocity): from the frame it turns back, or from the lock it left, it is
+    held on a world-fixed plane across the travel (``held_toe``, C2 over ``HOLD_SOFT``,
+    seamless at both ends) until the animation comes past, so a plant lands where the toe
+    got to;
 - two-bone IK (hip, knee, foot) moves the foot by the lock's displacement from the
   animated toe, ``foot + (lock - p)`` with velocity ``foot.vel + (lock.vel - v)``; the foot
   then turns from its animated global rotation by ``qbetween(p - foot, lock - ankle)``
@@ -22,11 +33,12 @@ With root motion the model frame moves through the world; the optional ``motion`
 each frame the point, the offset and its rate are re-expressed in the frame as it moved
 (the way the output node moves the placement).
 
-Velocities are exact (the spring's own derivative, the IK's analytic one).  Parameters
+Velocities are exact (the spring's own derivative, the smooth maxima's, the IK's analytic one).  Parameters
 ``PAR`` and per-character state ``ST`` are declared by name below.
 """
 
 import copy as _copy
+import math
 from typing import List, Literal, Optional
 
 import numpy as np
@@ -34,9 +46,9 @@ from numba import njit
 from pydantic import Field, ValidationError, field_validator
 
 from animgraph.args import check_axis, check_chain, joint_index, skeleton_parents
-from animgraph.decay import decay3, spring_weights
+from animgraph.decay import decay3, spring_decay, spring_weights
 from animgraph.errors import GraphError
-from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vlen, vscale, vsub
+from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vdot, vlen, vscale, vsub
 from animgraph.ik import apply_two_bone
 from animgraph.kernels import copy_pose, joint_global, read3, set_global_rotation, write3
 from animgraph.limits import AXIS_MAX, DISTANCE_MAX, DT_MAX, Axis, JointName, seconds_field
@@ -46,6 +58,9 @@ from animgraph.stencil import STEPS, identity_rot, play
 
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
 ZERO = (0.0, 0.0, 0.0)
+SOFT = 0.01  # m: the clearance is a smooth max over this band, so a lifted toe's velocity never jumps
+HOLD_SOFT = 0.003  # m: a held toe stops within this much of where it turned back, with no jump in its velocity
+MIN_TRAVEL = 0.1  # m/s: a slower character has no direction of travel, and forward_only holds nothing
 
 INPUTS = (
     Port("pose", "pose", "local", "parent-relative pose"),
@@ -58,13 +73,15 @@ OUTPUTS = (
 )
 IN, OUT = port_indices("FootLockIn", INPUTS), port_indices("FootLockOut", OUTPUTS)
 # joint indices of the leg, unlock radius (m), half-life free (s), foot height (m), knee hinge axis (knee frame),
-# half-life locked (s)
+# half-life locked (s), swing clearance (m), half-life of the vertical blend out (s), forward_only (0/1)
 PAR = fields("FootLockPar", hip=1, knee=1, foot=1, toe=1, unlock_radius=1, halflife=1, foot_height=1, hinge=3,
-             plant_halflife=1)
+             plant_halflife=1, clearance=1, lift_halflife=1, forward_only=1)
 # contact on the last frame (0/1), locked (0/1), the locked point (model frame), the offset and its rate;
-# with root motion: the last frame's motion (vel, ang), the step since it (s), whether there was one (0/1).
+# with root motion: the last frame's motion (vel, ang), the step since it (s), whether there was one (0/1);
+# forward_only: whether the free toe is held (0/1), the world-fixed point and direction of travel it is held by.
 ST = fields(
-    "FootLockSt", contact=1, lock=1, point=3, off=3, offv=3, motion_vel=3, motion_ang=3, motion_dt=1, moved=1
+    "FootLockSt", contact=1, lock=1, point=3, off=3, offv=3, motion_vel=3, motion_ang=3, motion_dt=1, moved=1,
+    held=1, hold_point=3, hold_dir=3,
 )
 STATE_SIZE = ST.SIZE
 
@@ -107,6 +124,8 @@ def move(st, vel, ang, dt):
     write3(st, ST.point, point)
     write3(st, ST.off, off)
     write3(st, ST.offv, offv)
+    write3(st, ST.hold_point, qinv_rot(turn, vsub(read3(st, ST.hold_point), disp)))
+    write3(st, ST.hold_dir, qinv_rot(turn, read3(st, ST.hold_dir)))
 
 
 @njit(cache=True)
@@ -129,6 +148,100 @@ def lock_position(lock, point, off, offv, p, v, mvel, mang):
 
 
 @njit(cache=True)
+def smooth_max(y, vy, low, soft):
+    """``max(y, low)`` made C2 over ``soft`` either side of ``low``, and its rate: a distance (m) and its velocity (m/s).
+
+    In the band the slope is the smoothstep of ``u = (y - low + soft) / (2 soft)``, so the
+    value is ``low + 2 soft (u^3 - u^4 / 2)``: its velocity and acceleration never jump.
+    """
+    d = y - low
+    if d >= soft:
+        return y, vy
+    if d <= -soft:
+        return low, 0.0
+    u = (d + soft) / (2.0 * soft)
+    return low + 2.0 * soft * u * u * u * (1.0 - 0.5 * u), vy * u * u * (3.0 - 2.0 * u)
+
+
+@njit(cache=True)
+def travel_direction(pose, mvel, mang):
+    """Unit horizontal direction of travel (model frame): the root joint's world velocity, or zeros below MIN_TRAVEL."""
+    root = (pose[0][0, 0], pose[0][0, 1], pose[0][0, 2])
+    vel = vadd((pose[3][0, 0], pose[3][0, 1], pose[3][0, 2]), frame_velocity(root, mvel, mang))
+    n = math.hypot(vel[0], vel[2])
+    if not n >= MIN_TRAVEL:
+        return ZERO
+    return (vel[0] / n, 0.0, vel[2] / n)
+
+
+@njit(cache=True)
+def held_toe(st, p, v, mvel, mang):
+    """The free toe ``(p, v)`` (model frame) as the hold state has it: on the hold plane, if held, else as it is.
+
+    The plane is world-fixed, through ``hold_point`` across ``hold_dir`` (horizontal): a held
+    toe's distance ahead of it (along ``hold_dir``, world velocity) is kept from going below 0,
+    by a smooth max over ``HOLD_SOFT``; the rest of its motion follows the animation.
+    """
+    if st[ST.held] < 0.5:
+        return p, v
+    d = read3(st, ST.hold_dir)
+    world_v = vadd(v, frame_velocity(p, mvel, mang))
+    ahead, ahead_v = vdot(vsub(p, read3(st, ST.hold_point)), d), vdot(world_v, d)
+    kept, kept_v = smooth_max(ahead, ahead_v, 0.0, HOLD_SOFT)
+    q = vadd(p, vscale(d, kept - ahead))
+    return q, vsub(vadd(world_v, vscale(d, kept_v - ahead_v)), frame_velocity(q, mvel, mang))
+
+
+@njit(cache=True)
+def update_hold(st, p, v, travel, mvel, mang):
+    """Hold the toe ``(p, v)`` from the frame it turns back against ``travel``; let go once it is past the plane again.
+
+    Both switches are seamless: the plane is put ``HOLD_SOFT`` behind the toe, and let go of
+    ``HOLD_SOFT`` ahead of it, where the smooth max is the identity.
+    """
+    if st[ST.held] > 0.5 and vdot(vsub(p, read3(st, ST.hold_point)), read3(st, ST.hold_dir)) >= HOLD_SOFT:
+        st[ST.held] = 0.0  # past the plane: free, unless it turns back again right here
+    world_v = vadd(v, frame_velocity(p, mvel, mang))
+    if st[ST.held] < 0.5 and vlen(travel) > 0.0 and vdot(world_v, travel) < 0.0:
+        st[ST.held] = 1.0
+        write3(st, ST.hold_point, vsub(p, vscale(travel, HOLD_SOFT)))
+        write3(st, ST.hold_dir, travel)
+
+
+@njit(cache=True)
+def hold_at(pose, par, st, pos, mvel, mang):
+    """With forward_only, hold the free toe on the plane through ``pos`` (model frame) across the travel."""
+    travel = travel_direction(pose, mvel, mang)
+    if par[PAR.forward_only] > 0.5 and vlen(travel) > 0.0:
+        st[ST.held] = 1.0
+        write3(st, ST.hold_point, pos)
+        write3(st, ST.hold_dir, travel)
+
+
+@njit(cache=True)
+def free_toe(pose, par, st, p, v, mvel, mang):
+    """Where the free toe goes (model frame, m, m/s): the animated toe ``(p, v)``, lifted to the clearance, held forward."""
+    if par[PAR.clearance] > 0.0:
+        y, vy = smooth_max(p[1], v[1], par[PAR.foot_height] + par[PAR.clearance], SOFT)
+        p, v = (p[0], y, p[2]), (v[0], vy, v[2])
+    if par[PAR.forward_only] < 0.5:
+        return p, v
+    update_hold(st, p, v, travel_direction(pose, mvel, mang), mvel, mang)
+    return held_toe(st, p, v, mvel, mang)
+
+
+@njit(cache=True)
+def decay_offset(par, st, lock, dt):
+    """The offset and its rate (state) after ``dt`` s in the lock's state: plant_halflife locked, else halflife (lift_halflife in Y)."""
+    off0, offv0 = read3(st, ST.off), read3(st, ST.offv)
+    if lock:
+        return decay3(spring_weights(par[PAR.plant_halflife], dt), off0, offv0)
+    off, offv = decay3(spring_weights(par[PAR.halflife], dt), off0, offv0)
+    y, vy = spring_decay(off0[1], offv0[1], par[PAR.lift_halflife], dt)
+    return (off[0], y, off[2]), (offv[0], vy, offv[2])
+
+
+@njit(cache=True)
 def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mvel, mang):
     """``foot_lock_update`` in a model frame moving at root motion ``mvel`` (m/s), ``mang`` (rad/s): the lock holds in the world.
 
@@ -148,19 +261,27 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     lock = st[ST.lock] > 0.5
     point = read3(st, ST.point)
     # Over the step just taken the lock kept its state: one half-life for the whole step (exact).
-    off, offv = decay3(spring_weights(par[PAR.plant_halflife] if lock else halflife, dt),
-                       read3(st, ST.off), read3(st, ST.offv))
+    off, offv = decay_offset(par, st, lock, dt)
 
-    if lock and (not contact or vlen(vsub(point, p)) > radius):
-        # Release: the target jumps from the point to the toe, the offset takes the jump.
-        pos, vel = lock_position(True, point, off, offv, p, v, mvel, mang)
+    releasing = lock and (not contact or vlen(vsub(point, p)) > radius)
+    pos, vel = lock_position(True, point, off, offv, p, v, mvel, mang)
+    fp, fv = p, v  # where the free toe goes
+    if lock and not releasing:
+        st[ST.held] = 0.0
+    else:
+        if releasing:
+            hold_at(pose, par, st, pos, mvel, mang)  # a released toe waits for the animation to come past
+        fp, fv = free_toe(pose, par, st, p, v, mvel, mang)
+    if releasing:
+        # Release: the target jumps from the point to the free toe, the offset takes the jump.
         lock = False
-        off = vsub(pos, p)
-        offv = vadd(vsub(vel, v), vcross(mang, off))
+        off = vsub(pos, fp)
+        offv = vadd(vsub(vel, fv), vcross(mang, off))
     if contact and not was_contact:
         # Lock where the lock position is now, at foot height; the offset takes the jump.
-        cur, curv = lock_position(lock, point, off, offv, p, v, mvel, mang)
+        cur, curv = lock_position(lock, point, off, offv, fp, fv, mvel, mang)
         lock = True
+        st[ST.held] = 0.0
         point = (cur[0], height, cur[2])
         off = vsub(cur, point)
         offv = vadd(curv, frame_velocity(cur, mvel, mang))
@@ -171,7 +292,7 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     write3(st, ST.off, off)
     write3(st, ST.offv, offv)
 
-    pos, vel = lock_position(lock, point, off, offv, p, v, mvel, mang)
+    pos, vel = lock_position(lock, point, off, offv, fp, fv, mvel, mang)
     write3(locked, at, pos)
     write3(locked, at + 3, vel)
 
@@ -210,8 +331,10 @@ def pack_params(model, idx):
     """The ``PAR`` array of a ``FootLockNode`` with the leg's joint indices ``idx`` (hip, knee, foot, toe)."""
     hip, knee, foot, toe = idx
     plant = model.halflife if model.plant_halflife is None else model.plant_halflife
+    lift = model.halflife if model.lift_halflife is None else model.lift_halflife
     return PAR.pack(hip=hip, knee=knee, foot=foot, toe=toe, unlock_radius=model.unlock_radius,
-                    halflife=model.halflife, foot_height=model.foot_height, hinge=model.hinge, plant_halflife=plant)
+                    halflife=model.halflife, foot_height=model.foot_height, hinge=model.hinge, plant_halflife=plant,
+                    clearance=model.clearance, lift_halflife=lift, forward_only=float(model.forward_only))
 
 
 def check_leg(parents, hip, knee, foot, toe):
@@ -238,6 +361,20 @@ class FootLockNode(Node):
     halflife: float = seconds_field(0.1, "half-life of the blend out of the lock (and into it, unless plant_halflife)")
     plant_halflife: Optional[float] = seconds_field(
         None, "half-life of the blend into the lock: how fast a toe landing on it stops; null: halflife")
+    lift_halflife: Optional[float] = seconds_field(
+        None, "half-life of the vertical part of the blend out of the lock: how fast a released toe rises to its swing; "
+        "null: halflife")
+    clearance: float = Field(
+        0.0, ge=0.0, le=DISTANCE_MAX, allow_inf_nan=False,
+        description="while free, the toe stays at least this high above foot_height, so a swing clears the ground "
+        f"(m, [0, {DISTANCE_MAX:g}]; a smooth max over {SOFT * 100:g} cm; 0: off)",
+    )
+    forward_only: bool = Field(
+        False,
+        description="while free, the toe never moves back against the direction of travel (the root's horizontal "
+        "velocity in the world, from 0.1 m/s): from the frame it turns back it is held along the travel until it "
+        "passes that point again or the contact locks it, so a plant lands where the toe got to",
+    )
     foot_height: float = Field(
         0.02, ge=-DISTANCE_MAX, le=DISTANCE_MAX, allow_inf_nan=False,
         description=f"height of the toe joint above the ground (m, [-{DISTANCE_MAX:g}, {DISTANCE_MAX:g}])",
@@ -287,7 +424,7 @@ class FootLock:
     """
 
     def __init__(self, unlock_radius=0.2, halflife=0.1, foot_height=0.02, joints=LEFT_LEG, hinge=(1.0, 0.0, 0.0),
-                 plant_halflife=None):
+                 plant_halflife=None, lift_halflife=None, clearance=0.0, forward_only=False):
         try:
             self.model = FootLockNode(
                 id="foot_lock",
@@ -295,6 +432,9 @@ class FootLock:
                 unlock_radius=unlock_radius,
                 halflife=halflife,
                 plant_halflife=plant_halflife,
+                lift_halflife=lift_halflife,
+                clearance=clearance,
+                forward_only=forward_only,
                 foot_height=foot_height,
                 hinge=hinge,
             )
@@ -344,7 +484,8 @@ class FootLock:
 
 def verify_foot_lock(m, t, h, rng):
     """The toe locks on the clip's contacts from ``lag`` s before t; the pose and the lock position are checked."""
-    lock = FootLock(joints=m.leg, plant_halflife=0.04)  # in and out at different rates: both paths checked
+    # In and out at different rates, the swing lifted and held forward: every path checked.
+    lock = FootLock(joints=m.leg, plant_halflife=0.04, lift_halflife=0.03, clearance=0.05, forward_only=True)
     hold = t + STEPS[0] * h  # the contact is held over the stencil: its switching is an event, not motion
 
     def step(s, dt):

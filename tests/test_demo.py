@@ -70,9 +70,23 @@ def test_the_foot_locks_hold_the_toes_in_the_databases_contacts(runs):
         travel = {name: np.linalg.norm(np.diff(a[name]["world"][:, toe, [0, 2]], axis=0), axis=1)[down] * 1e3
                   for name in ("out", "unlocked")}
         assert down.sum() > 200
-        assert travel["out"].mean() < 1.0, (side, travel["out"].mean())  # 0.3 / 0.7 mm (plant_halflife 0.03 s)
+        assert travel["out"].mean() < 1.0, (side, travel["out"].mean())  # 0.2 / 0.7 mm (plant_halflife 0.02 s)
         assert travel["out"].mean() < 0.5 * travel["unlocked"].mean(), side
         assert a["out"]["feet"][i]["track_mm"] == pytest.approx(travel["out"].mean())
+
+
+def test_foot_skate_by_the_toe_paths_alone_is_under_two_mm_a_frame(runs):
+    """The issue's rule, which sees only toe positions: floor = the toe's 5th-percentile height, contact =
+    within 3 cm of it on two frames running, skate = horizontal travel per 60 Hz frame; mean <= 2 mm a foot.
+
+    Mocap swings skim the floor (the unlocked run scores about 10 mm): the locks' clearance lifts them.
+    """
+    _, a, _, _ = runs
+    for i, side in enumerate(demo.FEET):
+        locked, free = a["out"]["feet"][i], a["unlocked"]["feet"][i]
+        assert locked["contact_frames"] > 200, side  # the rule still finds the stances
+        assert locked["mean_mm"] <= 2.0, (side, locked["mean_mm"])  # 0.5 / 0.5 mm
+        assert free["mean_mm"] > 5.0, (side, free["mean_mm"])  # without the locks it fails: the test can
 
 
 def test_a_plant_looks_like_a_plant(runs):
@@ -104,6 +118,7 @@ def test_main_prints_and_writes_a_bvh_whose_toes_give_the_printed_skate(tmp_path
     for k, side in enumerate(demo.FEET):
         locked = float(printed.split(f"{side} ")[1].split(" -> ")[1].split(",")[0])
         assert locked == pytest.approx(skate[k], abs=0.06)
+        assert skate[k] <= 2.0, (side, skate[k])  # measured on the written BVH
     assert contact_pairs(toes[:, 0, 1]).sum() > 100
     assert (tmp_path / "demo.svg").read_text().startswith("<svg")
 

@@ -15,7 +15,18 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
-from animgraph.nodes.foot_lock import ST, STATE_SIZE, FootLock, FootLockNode, foot_lock_update
+from animgraph.nodes.foot_lock import (
+    HOLD_SOFT,
+    SOFT,
+    ST,
+    STATE_SIZE,
+    FootLock,
+    FootLockNode,
+    foot_lock_update,
+    held_toe,
+    smooth_max,
+    update_hold,
+)
 from animgraph.ik import REACH_SOFT
 from animgraph.preprocess import foot_contacts
 from test_node_two_bone_ik import (
@@ -37,9 +48,9 @@ CMU_LEFT_KNEE = (0.94, 0.342, 0.0)  # hinge of the CMU left knee in its own fram
 
 
 def params(skel, joints=("left_hip", "left_knee", "left_foot", "left_toe"), radius=0.2, halflife=0.1, height=0.02,
-           hinge=(1.0, 0.0, 0.0)):
+           hinge=(1.0, 0.0, 0.0), **swing):
     node = FootLockNode(id="lock", joints=list(joints), unlock_radius=radius, halflife=halflife, foot_height=height,
-                        hinge=hinge)
+                        hinge=hinge, **swing)
     return node.params(BuildContext(skeleton=skel))
 
 
@@ -69,7 +80,8 @@ def test_bad_parameters_are_refused():
     skel = leg_skeleton()
     ctx = BuildContext(skeleton=skel)
     ok = FootLockNode(id="lock", joints=list(LEG))
-    assert list(ok.params(ctx)) == [1, 2, 3, 4, 0.2, 0.1, 0.02, 1.0, 0.0, 0.0, 0.1]  # plant_halflife: halflife's
+    # plant_halflife and lift_halflife: halflife's; clearance 0, forward_only off
+    assert list(ok.params(ctx)) == [1, 2, 3, 4, 0.2, 0.1, 0.02, 1.0, 0.0, 0.0, 0.1, 0.0, 0.1, 0.0]
     assert list(ok.state(ctx)) == [0.0] * STATE_SIZE
     bad = [
         {"radius": 0.2},  # unknown key
@@ -79,6 +91,10 @@ def test_bad_parameters_are_refused():
         {"halflife": 61.0},
         {"plant_halflife": -0.1},
         {"plant_halflife": float("inf")},
+        {"lift_halflife": -0.01},
+        {"clearance": -0.01},
+        {"clearance": float("nan")},
+        {"forward_only": "sometimes"},
         {"foot_height": float("nan")},
         {"joints": ["hip", "knee", "ankle"]},
         {"hinge": [0, 0, 0]},
@@ -157,16 +173,16 @@ def test_lock_blends_in_by_plant_halflife_and_out_by_halflife():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.floats(0.01, 0.5), st.floats(0.01, 0.5), st.lists(st.booleans(), min_size=4, max_size=10),
+@given(st.floats(0.01, 0.5), st.floats(0.01, 0.5), st.floats(0.01, 0.5), st.lists(st.booleans(), min_size=4, max_size=10),
        st.integers(2, 9))
-def test_lock_is_exact_for_any_frame_time(halflife, plant, contacts, substeps):
+def test_lock_is_exact_for_any_frame_time(halflife, plant, lift, contacts, substeps):
     # A still leg and contacts that switch only at the ends of whole frames: stepping each frame
     # in ``substeps`` pieces gives the same lock (position and velocity) as one step per frame,
     # whatever the two half-lives: each decays in closed form over the steps it covers.
     skel = leg_skeleton()
     local = as_pose(bent_leg()(0.0))
     height = ag.ops.fk(local, LEG_PARENTS).pos[4, 1] - 0.03
-    whole = FootLock(halflife=halflife, plant_halflife=plant, foot_height=height, joints=LEG)
+    whole = FootLock(halflife=halflife, plant_halflife=plant, lift_halflife=lift, foot_height=height, joints=LEG)
     split = whole.copy()
     dt, before = 1 / 30, False
     for contact in contacts:
@@ -176,6 +192,127 @@ def test_lock_is_exact_for_any_frame_time(halflife, plant, contacts, substeps):
         before = contact
         np.testing.assert_allclose(split.locked_pos, whole.locked_pos, rtol=0, atol=1e-9)
         np.testing.assert_allclose(split.locked_vel, whole.locked_vel, rtol=0, atol=1e-8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-0.05, 0.05), st.floats(-3.0, 3.0), st.floats(-0.02, 0.02), st.sampled_from([SOFT, HOLD_SOFT, 0.02]))
+def test_smooth_max_is_a_c2_max_and_its_rate_is_exact(y, vy, low, soft):
+    value, rate = smooth_max(y, vy, low, soft)
+    assert max(y, low) - 1e-12 <= value <= max(y, low) + 0.1875 * soft + 1e-12  # 3/16 soft over, at y == low
+    if abs(y - low) >= soft:
+        assert (value, rate) == (max(y, low), vy if y > low else 0.0)
+    h = 1e-6
+    fd = (smooth_max(y + h * vy, vy, low, soft)[0] - smooth_max(y - h * vy, vy, low, soft)[0]) / (2 * h)
+    assert rate == pytest.approx(fd, abs=1e-6)
+    # C2 at the band's ends: the slope is 0 and 1 there, the curvature 0 on both sides.
+    for end, slope in ((-soft, 0.0), (soft, 1.0)):
+        assert smooth_max(low + end, 1.0, low, soft)[1] == pytest.approx(slope, abs=1e-12)
+        inside = smooth_max(low + end * (1 - 1e-4), 1.0, low, soft)[1]
+        assert abs(inside - slope) < 1e-6  # the slope's own slope is 0 at the end: a second-order change
+
+
+def test_clearance_keeps_the_free_toe_above_foot_height():
+    # A still leg whose toe is 3 cm above foot height, never in contact: with a 5 cm clearance
+    # the lock position rises to foot_height + 5 cm (the smooth max is the max this far out of
+    # its band), the leg reaches it, and at rest its velocity is 0; without, it stays put.
+    skel, dt = leg_skeleton(), 1 / 60
+    local = as_pose(bent_leg()(0.0))
+    toe = ag.ops.fk(local, LEG_PARENTS).pos[4].astype(float)
+    height = toe[1] - 0.03
+    lifted = FootLock(foot_height=height, clearance=0.05, joints=LEG)
+    free = FootLock(foot_height=height, joints=LEG)
+    out = lifted.update(local, skel, False, dt)
+    np.testing.assert_allclose(lifted.locked_pos, [toe[0], height + 0.05, toe[2]], atol=1e-6)
+    np.testing.assert_allclose(lifted.locked_vel, 0.0, atol=1e-9)
+    np.testing.assert_allclose(ag.ops.fk(out, LEG_PARENTS).pos[4], lifted.locked_pos, atol=1e-5)
+    free.update(local, skel, False, dt)
+    np.testing.assert_allclose(free.locked_pos, toe, atol=1e-6)
+    # Its own half-life: released from a lock at foot height, the toe rises by lift_halflife.
+    lock = FootLock(foot_height=height, clearance=0.05, lift_halflife=0.02, halflife=0.2, joints=LEG)
+    lock.update(local, skel, True, dt)
+    for _ in range(40):
+        lock.update(local, skel, True, dt)  # settled on the lock at foot height
+    lock.update(local, skel, False, dt)  # the release: the step up to it was still locked
+    x0, v0 = lock.locked_pos[1] - (height + 0.05), lock.locked_vel[1]
+    assert x0 < -0.04
+    y = 2 * math.log(2) / 0.02
+    for n in range(1, 10):
+        lock.update(local, skel, False, dt)
+        t = n * dt
+        want = height + 0.05 + (x0 + (v0 + y * x0) * t) * math.exp(-y * t)
+        assert lock.locked_pos[1] == pytest.approx(want, abs=1e-6), n
+        assert lock.locked_pos[2] == pytest.approx(toe[2], abs=1e-6)  # across: only the height moved
+
+
+def test_a_toe_that_turns_back_is_held_on_a_plane_across_the_travel():
+    """Hand cases of the hold, in a still model frame: where it starts, what it keeps, where it lets go."""
+    still = (0.0, 0.0, 0.0)
+    state = np.zeros(STATE_SIZE)
+    travel = (0.0, 0.0, 1.0)
+    # Going forward: nothing held.
+    update_hold(state, (0.0, 0.0, 0.5), (0.0, 0.0, 0.3), travel, still, still)
+    assert state[ST.held] == 0.0
+    # Turning back: held, and on that frame the toe is where it is, moving as it moves (seamless).
+    p, v = (0.0, 0.0, 0.5), (0.1, 0.0, -0.2)
+    update_hold(state, p, v, travel, still, still)
+    assert state[ST.held] == 1.0
+    q, qv = held_toe(state, p, v, still, still)
+    np.testing.assert_allclose(q, p, atol=1e-15)
+    np.testing.assert_allclose(qv, v, atol=1e-15)
+    # Further back than HOLD_SOFT: kept HOLD_SOFT behind where it turned, still along the
+    # travel; across the travel it follows the animation.
+    p, v = (0.02, 0.01, 0.48), (0.1, 0.05, -0.2)
+    update_hold(state, p, v, travel, still, still)
+    q, qv = held_toe(state, p, v, still, still)
+    np.testing.assert_allclose(q, (0.02, 0.01, 0.5 - HOLD_SOFT), atol=1e-12)
+    np.testing.assert_allclose(qv, (0.1, 0.05, 0.0), atol=1e-12)
+    # Not yet HOLD_SOFT past the plane: still held (smoothly); past it: free, as animated.
+    update_hold(state, (0.0, 0.0, 0.5 - 0.5 * HOLD_SOFT), (0.0, 0.0, 1.0), travel, still, still)
+    assert state[ST.held] == 1.0
+    update_hold(state, (0.0, 0.0, 0.5), (0.0, 0.0, 1.0), travel, still, still)
+    assert state[ST.held] == 0.0
+    # No direction of travel (a standing character): never held.
+    update_hold(state, p, v, still, still, still)
+    assert state[ST.held] == 0.0
+
+
+@pytest.mark.parametrize("name, side", [("jog", "right"), ("run_stop", "left")])
+def test_forward_only_free_toes_never_go_back(name, side):
+    """On bundled clips whose free toes go back 5-6 mm against the root's travel, forward_only keeps
+    that under HOLD_SOFT (measured along each frame's travel, integrated), and the toe never jumps."""
+    skel, clip = ag.data.load(name)
+    leg = [f"{side}_{j}" for j in ("hip", "knee", "foot", "toe")]
+    contact = foot_contacts(skel, clip, joints=(leg[3],))[:, 0]
+    pose = ag.ops.sample(clip, np.arange(clip.frames) * clip.dt)  # with its velocities
+    world = ag.ops.fk(pose, skel.parents).pos.astype(float)
+    root, toe = world[:, 0, [0, 2]], world[:, skel.index(leg[3])]
+    fastest = np.linalg.norm(np.diff(toe, axis=0), axis=1).max()
+    travel = np.gradient(root, axis=0)
+    travel /= np.linalg.norm(travel, axis=1, keepdims=True)
+    hinge = CMU_LEFT_KNEE if side == "left" else (0.94, -0.342, 0.0)
+    back = {}
+    for forward in (True, False):
+        lock = FootLock(foot_height=0.035, hinge=hinge, joints=leg, forward_only=forward, plant_halflife=0.03)
+        locked = []
+        for f in range(clip.frames):
+            lock.update(ag.Pose(*(a[f] for a in pose.as_tuple())), skel, contact[f], clip.dt)
+            locked.append(lock.locked_pos.copy())
+        locked = np.array(locked, float)
+        ahead = np.einsum("ij,ij->i", np.gradient(locked[:, [0, 2]], axis=0), travel)
+        back[forward] = max(float(np.max(np.maximum.accumulate(np.cumsum(ahead[a:b])) - np.cumsum(ahead[a:b])))
+                            for a, b in _runs(np.flatnonzero(contact == 0)) if b - a > 1)
+        step = np.linalg.norm(np.diff(locked, axis=0), axis=1)
+        assert step.max() < 1.2 * fastest, forward  # no jump: never much faster than the animated toe
+    assert back[True] <= HOLD_SOFT, back
+    assert back[False] > 1.5 * HOLD_SOFT, back  # the clip's toes do go back: the test can fail
+
+
+def _runs(frames):
+    """(start, stop) of each run of consecutive frame indices in the sorted array ``frames``."""
+    if len(frames) == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(frames) > 1) + 1
+    return [(int(r[0]), int(r[-1]) + 1) for r in np.split(frames, cuts)]
 
 
 def test_unlock_radius_releases_the_lock():
@@ -298,10 +435,10 @@ def test_reset_and_batches():
 # ---------------------------------------------------------------- velocities
 
 
-def lock_fd_errors(skel, clip, frames, halflife=0.1):
+def lock_fd_errors(skel, clip, frames, halflife=0.1, **swing):
     """FD errors of the foot lock stepped through ``frames`` of a clip (float64)."""
     contact = foot_contacts(skel, clip, joints=("left_toe",))[:, 0]
-    par = params(skel, halflife=halflife, height=0.035, hinge=CMU_LEFT_KNEE)
+    par = params(skel, halflife=halflife, height=0.035, hinge=CMU_LEFT_KNEE, **swing)
     st = np.zeros(STATE_SIZE)
     errs, lock_errs = [], []
     for f in frames:
@@ -324,6 +461,15 @@ def test_velocities_match_central_differences_on_clips(any_clip):
     frames = range(min(clip.frames, 600))
     errs, lock_errs = lock_fd_errors(skel, clip, frames)
     worst, p99 = report(f"foot_lock {clip.name}", errs + [lock_errs])
+    assert worst < FD_TOL, f"{clip.name}: worst relative velocity error {worst:.2e}"
+
+
+def test_swing_velocities_match_central_differences_on_clips(any_clip):
+    """With the swing lifted (clearance, lift_halflife) and held forward: the smooth maxima's rates are exact too."""
+    skel, clip = any_clip
+    frames = range(min(clip.frames, 600))
+    errs, lock_errs = lock_fd_errors(skel, clip, frames, clearance=0.05, lift_halflife=0.03, forward_only=True)
+    worst, p99 = report(f"foot_lock swing {clip.name}", errs + [lock_errs])
     assert worst < FD_TOL, f"{clip.name}: worst relative velocity error {worst:.2e}"
 
 
