@@ -18,10 +18,10 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
     ``SOFT``), and ``lift_halflife`` is the half-life of the vertical part of the blend out
     of a lock, so a step clears the ground as soon as it leaves it;
   - ``forward_only`` stops the free toe going back against the direction of travel (the
-    root's world velocity): from the frame it turns back, or from the lock it left, it is
-    held on a world-fixed plane across the travel (``held_toe``, C2 over ``HOLD_SOFT``,
-    seamless at both ends) until the animation comes past, so a plant lands where the toe
-    got to;
+    root's world velocity): a world-fixed plane across the travel follows ``HOLD_SOFT``
+    behind its furthest point, or starts at the lock it left (``update_hold``), and the toe
+    is kept ahead of it (``held_toe``, C2 over ``HOLD_SOFT``: no jump anywhere) until the
+    animation comes past, so a plant lands where the toe got to;
 - two-bone IK (hip, knee, foot) moves the foot by the lock's displacement from the
   animated toe, ``foot + (lock - p)`` with velocity ``foot.vel + (lock.vel - v)``; the foot
   then turns from its animated global rotation by ``qbetween(p - foot, lock - ankle)``
@@ -59,7 +59,7 @@ from animgraph.stencil import STEPS, identity_rot, play
 LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
 ZERO = (0.0, 0.0, 0.0)
 SOFT = 0.01  # m: the clearance is a smooth max over this band, so a lifted toe's velocity never jumps
-HOLD_SOFT = 0.003  # m: a held toe stops within this much of where it turned back, with no jump in its velocity
+HOLD_SOFT = 0.003  # m: a free toe stops within this much of its furthest point, with no jump in its velocity
 MIN_TRAVEL = 0.1  # m/s: a slower character has no direction of travel, and forward_only holds nothing
 
 INPUTS = (
@@ -78,7 +78,7 @@ PAR = fields("FootLockPar", hip=1, knee=1, foot=1, toe=1, unlock_radius=1, halfl
              plant_halflife=1, clearance=1, lift_halflife=1, forward_only=1)
 # contact on the last frame (0/1), locked (0/1), the locked point (model frame), the offset and its rate;
 # with root motion: the last frame's motion (vel, ang), the step since it (s), whether there was one (0/1);
-# forward_only: whether the free toe is held (0/1), the world-fixed point and direction of travel it is held by.
+# forward_only: whether there is a hold plane (0/1), a world-fixed point on it and the direction of travel across it.
 ST = fields(
     "FootLockSt", contact=1, lock=1, point=3, off=3, offv=3, motion_vel=3, motion_ang=3, motion_dt=1, moved=1,
     held=1, hold_point=3, hold_dir=3,
@@ -176,9 +176,9 @@ def travel_direction(pose, mvel, mang):
 
 @njit(cache=True)
 def held_toe(st, p, v, mvel, mang):
-    """The free toe ``(p, v)`` (model frame) as the hold state has it: on the hold plane, if held, else as it is.
+    """The free toe ``(p, v)`` (model frame) kept from going back through the hold plane, if there is one.
 
-    The plane is world-fixed, through ``hold_point`` across ``hold_dir`` (horizontal): a held
+    The plane is world-fixed, through ``hold_point`` across ``hold_dir`` (horizontal): the
     toe's distance ahead of it (along ``hold_dir``, world velocity) is kept from going below 0,
     by a smooth max over ``HOLD_SOFT``; the rest of its motion follows the animation.
     """
@@ -193,16 +193,18 @@ def held_toe(st, p, v, mvel, mang):
 
 
 @njit(cache=True)
-def update_hold(st, p, v, travel, mvel, mang):
-    """Hold the toe ``(p, v)`` from the frame it turns back against ``travel``; let go once it is past the plane again.
+def update_hold(st, p, travel):
+    """Move the hold plane up to ``HOLD_SOFT`` behind the toe at ``p`` (model frame) when it is that far ahead of it.
 
-    Both switches are seamless: the plane is put ``HOLD_SOFT`` behind the toe, and let go of
-    ``HOLD_SOFT`` ahead of it, where the smooth max is the identity.
+    The plane is the toe's furthest point along the travel so far, less ``HOLD_SOFT``: while the
+    toe is at least that far ahead the smooth max is the identity, so the plane (and its
+    direction, ``travel`` now) moves with it seamlessly; once the toe falls back into the band
+    the plane stays put.  A toe that turns back between two frames is caught by the last
+    one's plane, at any frame rate.  Without a direction of travel there is no plane.
     """
-    if st[ST.held] > 0.5 and vdot(vsub(p, read3(st, ST.hold_point)), read3(st, ST.hold_dir)) >= HOLD_SOFT:
-        st[ST.held] = 0.0  # past the plane: free, unless it turns back again right here
-    world_v = vadd(v, frame_velocity(p, mvel, mang))
-    if st[ST.held] < 0.5 and vlen(travel) > 0.0 and vdot(world_v, travel) < 0.0:
+    if vlen(travel) == 0.0:
+        st[ST.held] = 0.0
+    elif st[ST.held] < 0.5 or vdot(vsub(p, read3(st, ST.hold_point)), read3(st, ST.hold_dir)) >= HOLD_SOFT:
         st[ST.held] = 1.0
         write3(st, ST.hold_point, vsub(p, vscale(travel, HOLD_SOFT)))
         write3(st, ST.hold_dir, travel)
@@ -210,7 +212,7 @@ def update_hold(st, p, v, travel, mvel, mang):
 
 @njit(cache=True)
 def hold_at(pose, par, st, pos, mvel, mang):
-    """With forward_only, hold the free toe on the plane through ``pos`` (model frame) across the travel."""
+    """With forward_only, put the hold plane through ``pos`` (model frame), across the travel: a released toe starts there."""
     travel = travel_direction(pose, mvel, mang)
     if par[PAR.forward_only] > 0.5 and vlen(travel) > 0.0:
         st[ST.held] = 1.0
@@ -226,7 +228,7 @@ def free_toe(pose, par, st, p, v, mvel, mang):
         p, v = (p[0], y, p[2]), (v[0], vy, v[2])
     if par[PAR.forward_only] < 0.5:
         return p, v
-    update_hold(st, p, v, travel_direction(pose, mvel, mang), mvel, mang)
+    update_hold(st, p, travel_direction(pose, mvel, mang))
     return held_toe(st, p, v, mvel, mang)
 
 
@@ -372,8 +374,8 @@ class FootLockNode(Node):
     forward_only: bool = Field(
         False,
         description="while free, the toe never moves back against the direction of travel (the root's horizontal "
-        "velocity in the world, from 0.1 m/s): from the frame it turns back it is held along the travel until it "
-        "passes that point again or the contact locks it, so a plant lands where the toe got to",
+        "velocity in the world, from 0.1 m/s): it is kept within 3 mm of its furthest point along the travel, "
+        "or of the lock it left, until the animation comes past, so a plant lands where the toe got to",
     )
     foot_height: float = Field(
         0.02, ge=-DISTANCE_MAX, le=DISTANCE_MAX, allow_inf_nan=False,

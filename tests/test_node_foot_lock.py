@@ -245,35 +245,39 @@ def test_clearance_keeps_the_free_toe_above_foot_height():
 
 
 def test_a_toe_that_turns_back_is_held_on_a_plane_across_the_travel():
-    """Hand cases of the hold, in a still model frame: where it starts, what it keeps, where it lets go."""
+    """Hand cases of the hold, in a still model frame: the plane follows the furthest point, then keeps the toe."""
     still = (0.0, 0.0, 0.0)
     state = np.zeros(STATE_SIZE)
     travel = (0.0, 0.0, 1.0)
-    # Going forward: nothing held.
-    update_hold(state, (0.0, 0.0, 0.5), (0.0, 0.0, 0.3), travel, still, still)
-    assert state[ST.held] == 0.0
-    # Turning back: held, and on that frame the toe is where it is, moving as it moves (seamless).
-    p, v = (0.0, 0.0, 0.5), (0.1, 0.0, -0.2)
-    update_hold(state, p, v, travel, still, still)
-    assert state[ST.held] == 1.0
-    q, qv = held_toe(state, p, v, still, still)
-    np.testing.assert_allclose(q, p, atol=1e-15)
-    np.testing.assert_allclose(qv, v, atol=1e-15)
-    # Further back than HOLD_SOFT: kept HOLD_SOFT behind where it turned, still along the
-    # travel; across the travel it follows the animation.
-    p, v = (0.02, 0.01, 0.48), (0.1, 0.05, -0.2)
-    update_hold(state, p, v, travel, still, still)
-    q, qv = held_toe(state, p, v, still, still)
-    np.testing.assert_allclose(q, (0.02, 0.01, 0.5 - HOLD_SOFT), atol=1e-12)
+
+    def kept(p, v):
+        update_hold(state, p, travel)
+        return held_toe(state, p, v, still, still)
+
+    # Going forward: the plane follows HOLD_SOFT behind, and the toe is as animated.
+    for z in (0.5, 0.52):
+        p, v = (0.0, 0.0, z), (0.1, 0.0, 0.3)
+        q, qv = kept(p, v)
+        np.testing.assert_allclose(state[ST.hold_point:ST.hold_point + 3], (0.0, 0.0, z - HOLD_SOFT), atol=1e-15)
+        np.testing.assert_allclose(q, p, atol=1e-15)
+        np.testing.assert_allclose(qv, v, atol=1e-15)
+    # Back by more than HOLD_SOFT: kept on the plane along the travel, as animated across it.
+    q, qv = kept((0.02, 0.01, 0.48), (0.1, 0.05, -0.2))
+    np.testing.assert_allclose(q, (0.02, 0.01, 0.52 - HOLD_SOFT), atol=1e-12)
     np.testing.assert_allclose(qv, (0.1, 0.05, 0.0), atol=1e-12)
-    # Not yet HOLD_SOFT past the plane: still held (smoothly); past it: free, as animated.
-    update_hold(state, (0.0, 0.0, 0.5 - 0.5 * HOLD_SOFT), (0.0, 0.0, 1.0), travel, still, still)
-    assert state[ST.held] == 1.0
-    update_hold(state, (0.0, 0.0, 0.5), (0.0, 0.0, 1.0), travel, still, still)
+    # In the band the plane stays and the smooth max has the toe between plane and animation;
+    # HOLD_SOFT past the plane it is as animated again and the plane moves on.
+    z = 0.52 - 0.5 * HOLD_SOFT
+    q, qv = kept((0.0, 0.0, z), (0.0, 0.0, 1.0))
+    assert state[ST.hold_point + 2] == pytest.approx(0.52 - HOLD_SOFT)
+    assert z < q[2] < z + 0.2 * HOLD_SOFT and 0.0 < qv[2] < 1.0
+    q, qv = kept((0.0, 0.0, 0.53), (0.0, 0.0, 1.0))
+    assert state[ST.hold_point + 2] == pytest.approx(0.53 - HOLD_SOFT)
+    np.testing.assert_allclose(q, (0.0, 0.0, 0.53), atol=1e-15)
+    # No direction of travel (a standing character): no plane, nothing kept.
+    update_hold(state, (0.0, 0.0, 0.4), still)
     assert state[ST.held] == 0.0
-    # No direction of travel (a standing character): never held.
-    update_hold(state, p, v, still, still, still)
-    assert state[ST.held] == 0.0
+    np.testing.assert_allclose(held_toe(state, (0.0, 0.0, 0.4), (0.0, 0.0, -1.0), still, still)[1], (0.0, 0.0, -1.0))
 
 
 @pytest.mark.parametrize("name, side", [("jog", "right"), ("run_stop", "left")])
