@@ -9,7 +9,10 @@ With root ``a``, mid ``b``, end ``c`` (global) and target ``t``:
 - the interior angle at the knee that gives ``L``: ``cos beta = (l_ab^2 + l_bc^2 - L^2) / (2 l_ab l_bc)``;
 - the bend direction ``m``: the lower bone's part normal to the upper bone (the current
   knee's plane), plus 1 % of ``hinge x (b - a)`` so a straight chain (common in motion
-  capture: locked knees) still has a plane, the mid joint's ``hinge`` axis;
+  capture: locked knees) still has a plane, the mid joint's ``hinge`` axis; its part
+  along ``hinge x (b - a)`` is kept from going negative (``smooth_max0``, over that 1 %),
+  so a knee never bends against its hinge, and one the animation takes through straight
+  does not flip;
 - knee: ``qbetween(c - b, l_bc (-cos beta u + sin beta m))``, ``u`` along ``b - a``;
 - root: ``qbetween(c1 - a, t - a)`` swings the moved end ``c1`` onto the target line.
 
@@ -31,6 +34,7 @@ from .maths import (
     qbetween_dx,
     qmul,
     qrot,
+    smooth_max0,
     vadd,
     vcross,
     vcross_dx,
@@ -79,8 +83,9 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     """Unit direction (normal to the upper bone) the end bends towards, with its rate.
 
     The lower bone's component normal to the upper bone, plus ``HINT`` times the one the
-    hinge axis gives (``hinge x ab``): the current bend plane whenever the chain is bent,
-    the hinge's plane when it is straight, continuous in between.
+    hinge axis gives (``hinge x ab``): the current bend plane whenever the chain is bent
+    the hinge's way, the hinge's plane when it is straight or bent against it, continuous
+    in between.
     """
     u, du = vnormalize(ab), vnormalize_dx(ab, vab)
     along, dalong = vdot(bc, u), vdot_dx(bc, vbc, u, du)
@@ -90,6 +95,16 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     hx, dhx = vcross(hinge, u), vcross_dx(hinge, dhinge, u, du)
     m = vadd(perp, vscale(hx, HINT * lbc))
     dm = vadd(dperp, vadd(vscale(hx, HINT * dlbc), vscale(dhx, HINT * lbc)))
+    if vlen(hx) > TINY:
+        # A knee never bends against its hinge: the bone's part along the hinge's bend
+        # direction is kept >= 0 (C2 over HINT lbc), so a chain the animation carries through
+        # straight, or a little over, keeps bending the hinge's way instead of flipping.
+        n, dn = vnormalize(hx), vnormalize_dx(hx, dhx)
+        a, da = vdot(perp, n), vdot_dx(perp, dperp, n, dn)
+        if a < HINT * lbc:
+            kept, dkept = smooth_max0(a, da, HINT * lbc, HINT * dlbc)
+            m = vadd(m, vscale(n, kept - a))
+            dm = vadd(dm, vadd(vscale(n, dkept - da), vscale(dn, kept - a)))
     if vlen(m) < TINY * lbc:
         return (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
     return vnormalize(m), vnormalize_dx(m, dm)

@@ -131,6 +131,19 @@ def vsub4(a, b):
 
 
 @njit(inline="always")
+def smooth_max0(x, dx, soft, dsoft):
+    """``maths.smooth_max0``: all three pieces computed, one kept."""
+    s = max(soft, TINY)
+    u = min(max((x + s) / (TWO * s), ZERO), ONE)
+    du = (dx + dsoft) / (TWO * s) - u * dsoft / s
+    g = u * u * u * (ONE - HALF * u)
+    band, dband = TWO * s * g, TWO * dsoft * g + TWO * s * u * u * (F32(3.0) - TWO * u) * du
+    value = x if x >= soft else (ZERO if x <= -soft else band)
+    rate = dx if x >= soft else (ZERO if x <= -soft else dband)
+    return value, rate
+
+
+@njit(inline="always")
 def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     """``ik.bend_direction``: unit bend direction normal to the upper bone and its rate (zero when none)."""
     u, du = norm_dx(ab, vab)
@@ -144,6 +157,12 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     dhx = vadd(vcross(dhinge, u), vcross(hinge, du))
     m = vadd(perp, vscale(hx, HINT * lbc))
     dm = vadd(dperp, vadd(vscale(hx, HINT * dlbc), vscale(dhx, HINT * lbc)))
+    # Never against the hinge: the part along hinge x u kept >= 0 (n is 0 when there is no such direction).
+    n, dn = norm_dx(hx, dhx)
+    a, da = vdot(perp, n), vdot(dperp, n) + vdot(perp, dn)
+    kept, dkept = smooth_max0(a, da, HINT * lbc, HINT * dlbc)
+    m = vadd(m, vscale(n, kept - a))
+    dm = vadd(dm, vadd(vscale(n, dkept - da), vscale(dn, kept - a)))
     mu, dmu = norm_dx(m, dm)
     small = np.sqrt(vdot(m, m)) < TINY * lbc
     z = (ZERO, ZERO, ZERO)

@@ -127,6 +127,23 @@ def vdot_dx(a, da, b, db):
 
 
 @njit(cache=True)
+def smooth_max0(x, dx, soft, dsoft):
+    """``max(x, 0)`` made C2 over ``soft`` either side of 0, and its rate (``soft`` may move at ``dsoft``).
+
+    In the band the slope is the smoothstep of ``u = (x + soft) / (2 soft)``, so the value is
+    ``2 soft (u^3 - u^4 / 2)``: value, slope and curvature match at both ends.
+    """
+    if x >= soft:
+        return x, dx
+    if x <= -soft:
+        return 0.0, 0.0
+    u = (x + soft) / (2.0 * soft)
+    du = (dx + dsoft) / (2.0 * soft) - u * dsoft / soft
+    g = u * u * u * (1.0 - 0.5 * u)
+    return 2.0 * soft * g, 2.0 * dsoft * g + 2.0 * soft * u * u * (3.0 - 2.0 * u) * du
+
+
+@njit(cache=True)
 def qmul(a, b):
     """Hamilton product ``a * b`` (w-first)."""
     return (

@@ -195,3 +195,20 @@ def test_to_scaled_angle_axis_dx_is_the_rate_of_the_rotation_vector(q, w):
 
     fd = m.vscale(m.vsub(rotvec_at(H), rotvec_at(-H)), 1.0 / (2 * H))
     assert close(dv, fd, tol=1e-5 * (1 + m.vlen(fd)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(-0.05, 0.05), st.floats(-3.0, 3.0), st.sampled_from([0.003, 0.01, 0.02]), st.floats(-0.05, 0.05))
+def test_smooth_max0_is_a_c2_max_and_its_rate_is_exact(x, dx, soft, dsoft):
+    """Within 3/16 soft above max(x, 0); the rate is a central difference in time, band moving too; C2 ends."""
+    value, rate = m.smooth_max0(x, dx, soft, dsoft)
+    assert max(x, 0.0) - 1e-12 <= value <= max(x, 0.0) + 0.1875 * soft + 1e-12  # 3/16 soft over, at x == 0
+    if abs(x) >= soft:
+        assert (value, rate) == (max(x, 0.0), dx if x > 0 else 0.0)
+    h = 1e-7
+    fd = (m.smooth_max0(x + h * dx, dx, soft + h * dsoft, dsoft)[0]
+          - m.smooth_max0(x - h * dx, dx, soft - h * dsoft, dsoft)[0]) / (2 * h)
+    assert rate == pytest.approx(fd, abs=1e-6)
+    for end, slope in ((-soft, 0.0), (soft, 1.0)):  # slope 0 and 1 at the ends, its own slope 0 there
+        assert m.smooth_max0(end, 1.0, soft, 0.0)[1] == pytest.approx(slope, abs=1e-12)
+        assert abs(m.smooth_max0(end * (1 - 1e-4), 1.0, soft, 0.0)[1] - slope) < 1e-6

@@ -364,3 +364,29 @@ def test_node_kernel_through_the_contract(bundled_clip):
     got = run_node(node, skel, local, target, (0.1, 0.2, 0.3), weight=(0.5, 2.0))
     want = two_bone_ik(local, skel, ("left_hip", "left_knee", "left_foot"), target, (0.1, 0.2, 0.3), 0.5, 2.0)
     np.testing.assert_array_equal(got.ang, want.ang)
+
+
+def test_a_knee_taken_through_straight_keeps_bending_the_hinges_way():
+    """The animated knee turns from bent (foot behind, the hinge's way) through straight to 0.15 rad over;
+    the target sits at full reach along hip -> ankle, so the solve must bend the knee somewhere.
+
+    It bends it the hinge's way every time (the knee ahead of the hip-ankle line, +z), and the
+    solved knee moves smoothly with the animation: no flip where the animation passes straight.
+    """
+    skel = leg_skeleton()
+    full = np.linalg.norm(LEG_OFFSETS[KNEE]) + np.linalg.norm(LEG_OFFSETS[ANKLE])
+    knees, sides = [], []
+    for angle in np.linspace(0.3, -0.15, 91):  # about x: + bends the foot back, - over-straightens
+        rot = np.tile([1.0, 0.0, 0.0, 0.0], (5, 1))
+        rot[KNEE] = [np.cos(angle / 2), np.sin(angle / 2), 0.0, 0.0]
+        local = ag.Pose(LEG_OFFSETS.copy(), rot)
+        g = ag.ops.fk(local, LEG_PARENTS).pos.astype(float)
+        target = g[HIP] + (g[ANKLE] - g[HIP]) / np.linalg.norm(g[ANKLE] - g[HIP]) * full
+        solved = ag.ops.fk(two_bone_ik(local, skel, ("hip", "knee", "ankle"), target), LEG_PARENTS).pos.astype(float)
+        hip, knee, ankle = solved[HIP], solved[KNEE], solved[ANKLE]
+        line = (ankle - hip) / np.linalg.norm(ankle - hip)
+        off = (knee - hip) - np.dot(knee - hip, line) * line  # the knee's offset from the hip-ankle line
+        knees.append(knee)
+        sides.append(off[2])
+    assert min(sides) > 0.0, min(sides)  # always ahead: bent the hinge's way
+    assert max(np.linalg.norm(np.diff(knees, axis=0), axis=1)) < 0.005  # 91 small steps, no flip
