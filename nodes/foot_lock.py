@@ -14,14 +14,16 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
 - while free, the animated toe can be made a swing (``free_toe``); mocap toes skim the
   floor mid-swing and pull back just before a plant:
 
-  - ``clearance`` keeps the free toe that far above ``foot_height`` (``smooth_max``, C2 over
+  - ``clearance`` keeps the free toe that far above ``foot_height`` (``maths.smooth_max0``, C2 over
     ``SOFT``), and ``lift_halflife`` is the half-life of the vertical part of the blend out
     of a lock, so a step clears the ground as soon as it leaves it;
   - ``forward_only`` stops the free toe going back against the direction of travel (the
     root's world velocity): a world-fixed plane across the travel follows ``HOLD_SOFT``
     behind its furthest point, or starts at the lock it left (``update_hold``), and the toe
     is kept ahead of it (``held_toe``, C2 over ``HOLD_SOFT``: no jump anywhere) until the
-    animation comes past, so a plant lands where the toe got to;
+    animation comes past, so a plant lands where the toe got to.  If the character stops,
+    turns 45 degrees or leaves the toe ``unlock_radius`` behind, the hold lets go through the
+    offset, as a lock does;
 - two-bone IK (hip, knee, foot) moves the foot by the lock's displacement from the
   animated toe, ``foot + (lock - p)`` with velocity ``foot.vel + (lock.vel - v)``; the foot
   then turns from its animated global rotation by ``qbetween(p - foot, lock - ankle)``
@@ -48,7 +50,21 @@ from pydantic import Field, ValidationError, field_validator
 from animgraph.args import check_axis, check_chain, joint_index, skeleton_parents
 from animgraph.decay import decay3, spring_decay, spring_weights
 from animgraph.errors import GraphError
-from animgraph.maths import body_step, qbetween, qbetween_dx, qinv_rot, qmul, qrot, vadd, vcross, vdot, vlen, vscale, vsub
+from animgraph.maths import (
+    body_step,
+    qbetween,
+    qbetween_dx,
+    qinv_rot,
+    qmul,
+    qrot,
+    smooth_max0,
+    vadd,
+    vcross,
+    vdot,
+    vlen,
+    vscale,
+    vsub,
+)
 from animgraph.ik import apply_two_bone
 from animgraph.kernels import copy_pose, joint_global, read3, set_global_rotation, write3
 from animgraph.limits import AXIS_MAX, DISTANCE_MAX, DT_MAX, Axis, JointName, seconds_field
@@ -60,6 +76,7 @@ LEFT_LEG = ("left_hip", "left_knee", "left_foot", "left_toe")
 ZERO = (0.0, 0.0, 0.0)
 SOFT = 0.01  # m: the clearance is a smooth max over this band, so a lifted toe's velocity never jumps
 HOLD_SOFT = 0.003  # m: a free toe stops within this much of its furthest point, with no jump in its velocity
+HOLD_TURN = math.cos(math.radians(45.0))  # a hold is let go when the travel turns further than this from it
 MIN_TRAVEL = 0.1  # m/s: a slower character has no direction of travel, and forward_only holds nothing
 
 INPUTS = (
@@ -148,22 +165,6 @@ def lock_position(lock, point, off, offv, p, v, mvel, mang):
 
 
 @njit(cache=True)
-def smooth_max(y, vy, low, soft):
-    """``max(y, low)`` made C2 over ``soft`` either side of ``low``, and its rate: a distance (m) and its velocity (m/s).
-
-    In the band the slope is the smoothstep of ``u = (y - low + soft) / (2 soft)``, so the
-    value is ``low + 2 soft (u^3 - u^4 / 2)``: its velocity and acceleration never jump.
-    """
-    d = y - low
-    if d >= soft:
-        return y, vy
-    if d <= -soft:
-        return low, 0.0
-    u = (d + soft) / (2.0 * soft)
-    return low + 2.0 * soft * u * u * u * (1.0 - 0.5 * u), vy * u * u * (3.0 - 2.0 * u)
-
-
-@njit(cache=True)
 def travel_direction(pose, mvel, mang):
     """Unit horizontal direction of travel (model frame): the root joint's world velocity, or zeros below MIN_TRAVEL."""
     root = (pose[0][0, 0], pose[0][0, 1], pose[0][0, 2])
@@ -187,24 +188,31 @@ def held_toe(st, p, v, mvel, mang):
     d = read3(st, ST.hold_dir)
     world_v = vadd(v, frame_velocity(p, mvel, mang))
     ahead, ahead_v = vdot(vsub(p, read3(st, ST.hold_point)), d), vdot(world_v, d)
-    kept, kept_v = smooth_max(ahead, ahead_v, 0.0, HOLD_SOFT)
+    kept, kept_v = smooth_max0(ahead, ahead_v, HOLD_SOFT, 0.0)
     q = vadd(p, vscale(d, kept - ahead))
     return q, vsub(vadd(world_v, vscale(d, kept_v - ahead_v)), frame_velocity(q, mvel, mang))
 
 
 @njit(cache=True)
-def update_hold(st, p, travel):
+def update_hold(st, p, travel, radius):
     """Move the hold plane up to ``HOLD_SOFT`` behind the toe at ``p`` (model frame) when it is that far ahead of it.
 
     The plane is the toe's furthest point along the travel so far, less ``HOLD_SOFT``: while the
     toe is at least that far ahead the smooth max is the identity, so the plane (and its
     direction, ``travel`` now) moves with it seamlessly; once the toe falls back into the band
     the plane stays put.  A toe that turns back between two frames is caught by the last
-    one's plane, at any frame rate.  Without a direction of travel there is no plane.
+    one's plane, at any frame rate.  The plane is let go (the caller's offset takes the jump)
+    when the character stops (no direction of travel), turns more than ``HOLD_TURN`` away
+    from it, or the animated toe is ``radius`` m behind it.
     """
+    if st[ST.held] > 0.5:
+        d = read3(st, ST.hold_dir)
+        ahead = vdot(vsub(p, read3(st, ST.hold_point)), d)
+        if vlen(travel) > 0.0 and vdot(travel, d) >= HOLD_TURN and -radius <= ahead < HOLD_SOFT:
+            return  # held: the plane stays
     if vlen(travel) == 0.0:
         st[ST.held] = 0.0
-    elif st[ST.held] < 0.5 or vdot(vsub(p, read3(st, ST.hold_point)), read3(st, ST.hold_dir)) >= HOLD_SOFT:
+    else:
         st[ST.held] = 1.0
         write3(st, ST.hold_point, vsub(p, vscale(travel, HOLD_SOFT)))
         write3(st, ST.hold_dir, travel)
@@ -222,14 +230,20 @@ def hold_at(pose, par, st, pos, mvel, mang):
 
 @njit(cache=True)
 def free_toe(pose, par, st, p, v, mvel, mang):
-    """Where the free toe goes (model frame, m, m/s): the animated toe ``(p, v)``, lifted to the clearance, held forward."""
+    """Where the free toe goes (model frame, m, m/s), and how far that jumped (before - after) as a hold let go.
+
+    The animated toe ``(p, v)``, lifted to the clearance, then held forward (``forward_only``).
+    """
     if par[PAR.clearance] > 0.0:
-        y, vy = smooth_max(p[1], v[1], par[PAR.foot_height] + par[PAR.clearance], SOFT)
-        p, v = (p[0], y, p[2]), (v[0], vy, v[2])
+        low = par[PAR.foot_height] + par[PAR.clearance]
+        y, vy = smooth_max0(p[1] - low, v[1], SOFT, 0.0)
+        p, v = (p[0], low + y, p[2]), (v[0], vy, v[2])
     if par[PAR.forward_only] < 0.5:
-        return p, v
-    update_hold(st, p, travel_direction(pose, mvel, mang))
-    return held_toe(st, p, v, mvel, mang)
+        return p, v, ZERO, ZERO
+    before, before_v = held_toe(st, p, v, mvel, mang)
+    update_hold(st, p, travel_direction(pose, mvel, mang), par[PAR.unlock_radius])
+    fp, fv = held_toe(st, p, v, mvel, mang)
+    return fp, fv, vsub(before, fp), vsub(before_v, fv)
 
 
 @njit(cache=True)
@@ -273,7 +287,10 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     else:
         if releasing:
             hold_at(pose, par, st, pos, mvel, mang)  # a released toe waits for the animation to come past
-        fp, fv = free_toe(pose, par, st, p, v, mvel, mang)
+        fp, fv, jump, jump_v = free_toe(pose, par, st, p, v, mvel, mang)
+        # A hold let go is a switch of the target, like a release: the offset takes its jump.
+        off = vadd(off, jump)
+        offv = vadd(vadd(offv, jump_v), vcross(mang, jump))
     if releasing:
         # Release: the target jumps from the point to the free toe, the offset takes the jump.
         lock = False

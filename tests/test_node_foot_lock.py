@@ -24,7 +24,7 @@ from animgraph.nodes.foot_lock import (
     FootLockNode,
     foot_lock_update,
     held_toe,
-    smooth_max,
+    HOLD_TURN,
     update_hold,
 )
 from animgraph.ik import REACH_SOFT
@@ -32,8 +32,10 @@ from animgraph.preprocess import foot_contacts
 from test_node_two_bone_ik import (
     FD_TOL,
     H,
+    HIP,
     LEG_OFFSETS,
     LEG_PARENTS,
+    TOE,
     as_pose,
     clip_motion,
     fd_errors,
@@ -194,23 +196,6 @@ def test_lock_is_exact_for_any_frame_time(halflife, plant, lift, contacts, subst
         np.testing.assert_allclose(split.locked_vel, whole.locked_vel, rtol=0, atol=1e-8)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.floats(-0.05, 0.05), st.floats(-3.0, 3.0), st.floats(-0.02, 0.02), st.sampled_from([SOFT, HOLD_SOFT, 0.02]))
-def test_smooth_max_is_a_c2_max_and_its_rate_is_exact(y, vy, low, soft):
-    value, rate = smooth_max(y, vy, low, soft)
-    assert max(y, low) - 1e-12 <= value <= max(y, low) + 0.1875 * soft + 1e-12  # 3/16 soft over, at y == low
-    if abs(y - low) >= soft:
-        assert (value, rate) == (max(y, low), vy if y > low else 0.0)
-    h = 1e-6
-    fd = (smooth_max(y + h * vy, vy, low, soft)[0] - smooth_max(y - h * vy, vy, low, soft)[0]) / (2 * h)
-    assert rate == pytest.approx(fd, abs=1e-6)
-    # C2 at the band's ends: the slope is 0 and 1 there, the curvature 0 on both sides.
-    for end, slope in ((-soft, 0.0), (soft, 1.0)):
-        assert smooth_max(low + end, 1.0, low, soft)[1] == pytest.approx(slope, abs=1e-12)
-        inside = smooth_max(low + end * (1 - 1e-4), 1.0, low, soft)[1]
-        assert abs(inside - slope) < 1e-6  # the slope's own slope is 0 at the end: a second-order change
-
-
 def test_clearance_keeps_the_free_toe_above_foot_height():
     # A still leg whose toe is 3 cm above foot height, never in contact: with a 5 cm clearance
     # the lock position rises to foot_height + 5 cm (the smooth max is the max this far out of
@@ -250,8 +235,8 @@ def test_a_toe_that_turns_back_is_held_on_a_plane_across_the_travel():
     state = np.zeros(STATE_SIZE)
     travel = (0.0, 0.0, 1.0)
 
-    def kept(p, v):
-        update_hold(state, p, travel)
+    def kept(p, v, travel=travel):
+        update_hold(state, p, travel, 0.2)
         return held_toe(state, p, v, still, still)
 
     # Going forward: the plane follows HOLD_SOFT behind, and the toe is as animated.
@@ -274,10 +259,51 @@ def test_a_toe_that_turns_back_is_held_on_a_plane_across_the_travel():
     q, qv = kept((0.0, 0.0, 0.53), (0.0, 0.0, 1.0))
     assert state[ST.hold_point + 2] == pytest.approx(0.53 - HOLD_SOFT)
     np.testing.assert_allclose(q, (0.0, 0.0, 0.53), atol=1e-15)
-    # No direction of travel (a standing character): no plane, nothing kept.
-    update_hold(state, (0.0, 0.0, 0.4), still)
-    assert state[ST.held] == 0.0
-    np.testing.assert_allclose(held_toe(state, (0.0, 0.0, 0.4), (0.0, 0.0, -1.0), still, still)[1], (0.0, 0.0, -1.0))
+    # Held back, then let go (the node's offset takes the jump) when the character stops, turns
+    # more than HOLD_TURN away, or leaves the toe more than the radius behind; a new plane
+    # then starts HOLD_SOFT behind the toe.
+    for p, direction in (((0.0, 0.0, 0.5), still), ((0.0, 0.0, 0.5), (1.0, 0.0, 0.0)), ((0.0, 0.0, 0.3), travel)):
+        kept((0.0, 0.0, 0.53), (0.0, 0.0, 1.0))
+        kept((0.0, 0.0, 0.52), (0.0, 0.0, -1.0))
+        assert state[ST.held] == 1.0 and state[ST.hold_point + 2] == pytest.approx(0.53 - HOLD_SOFT)
+        q, qv = kept(p, (0.0, 0.0, -1.0), direction)
+        np.testing.assert_allclose(q, p, atol=1e-15)
+        np.testing.assert_allclose(qv, (0.0, 0.0, -1.0), atol=1e-15)
+        assert state[ST.held] == (0.0 if direction == still else 1.0)
+    assert HOLD_TURN == pytest.approx(math.cos(math.radians(45.0)))
+
+
+def test_a_hold_lets_go_through_the_offset():
+    """The pelvis walks on while the leg swings forward, then back (held), then the pelvis stops (let go).
+
+    The lock position never goes back more than HOLD_SOFT while held, does not jump when the
+    hold lets go (the offset takes the difference), and then returns to the animated toe.
+    """
+    skel, dt = leg_skeleton(), 1 / 60
+    lock = FootLock(foot_height=0.0, forward_only=True, halflife=0.05, joints=LEG)
+    pos, rot = LEG_OFFSETS.copy(), np.tile([1.0, 0.0, 0.0, 0.0], (5, 1))
+    spin = np.zeros((5, 3))
+    locked, animated, t = [], [], 0.0
+    for walk, hip_spin, frames in ((0.5, -1.0, 12), (0.5, 2.0, 8), (0.0, 0.0, 30)):
+        vel = np.zeros((5, 3))
+        vel[0, 2] = walk
+        spin[:] = 0.0
+        spin[HIP, 0] = hip_spin  # about x: the toe, 0.9 m below, swings along z
+        motion = straight_motion(pos, rot, vel, spin)
+        for n in range(1, frames + 1):
+            local = motion(n * dt)
+            lock.update(as_pose(local), skel, False, dt)
+            locked.append(lock.locked_pos.copy())
+            animated.append(global64(local, LEG_PARENTS)[0][TOE])
+        pos, rot = local[0].copy(), local[1].copy()
+    locked, animated = np.array(locked, float), np.array(animated, float)
+    held = locked[:20, 2]  # back at 1.3 m/s for 8 frames: not yet the unlock radius (0.2 m) behind
+    assert np.max(np.maximum.accumulate(held) - held) <= HOLD_SOFT + 1e-6  # kept from going back
+    assert animated[19, 2] < held.max() - 0.1  # while the animated toe did go back
+    step = np.linalg.norm(np.diff(locked, axis=0), axis=1)
+    assert step.max() < 0.05, step.max()  # no jump, the let-go at frame 20 included (toe speed <= 2.3 m/s)
+    assert np.linalg.norm(locked[26] - locked[19]) > 0.05  # it did let go: the toe goes back to the animation
+    assert np.linalg.norm(locked[-1] - animated[-1]) < 0.01  # back on the animation
 
 
 @pytest.mark.parametrize("name, side", [("jog", "right"), ("run_stop", "left")])
