@@ -19,7 +19,7 @@ Per frame, with the animated toe ``(p, v)`` from FK of the input pose:
     of a lock, so a step clears the ground as soon as it leaves it;
   - ``forward_only`` stops the free toe going back against the direction of travel (the
     root's world velocity): a world-fixed plane across the travel follows ``HOLD_SOFT``
-    behind its furthest point, or starts at the lock it left (``update_hold``), and the toe
+    behind its furthest point, or starts at the lock it left (``update_hold``, ``set_plane``), and the toe
     is kept ahead of it (``held_toe``, C2 over ``HOLD_SOFT``: no jump anywhere) until the
     animation comes past, so a plant lands where the toe got to.  If the character stops,
     turns 45 degrees or leaves the toe ``unlock_radius`` behind, the hold lets go through the
@@ -210,22 +210,15 @@ def update_hold(st, p, travel, radius):
         ahead = vdot(vsub(p, read3(st, ST.hold_point)), d)
         if vlen(travel) > 0.0 and vdot(travel, d) >= HOLD_TURN and -radius <= ahead < HOLD_SOFT:
             return  # held: the plane stays
-    if vlen(travel) == 0.0:
-        st[ST.held] = 0.0
-    else:
-        st[ST.held] = 1.0
-        write3(st, ST.hold_point, vsub(p, vscale(travel, HOLD_SOFT)))
-        write3(st, ST.hold_dir, travel)
+    set_plane(st, vsub(p, vscale(travel, HOLD_SOFT)), travel)
 
 
 @njit(cache=True)
-def hold_at(pose, par, st, pos, mvel, mang):
-    """With forward_only, put the hold plane through ``pos`` (model frame), across the travel: a released toe starts there."""
-    travel = travel_direction(pose, mvel, mang)
-    if par[PAR.forward_only] > 0.5 and vlen(travel) > 0.0:
-        st[ST.held] = 1.0
-        write3(st, ST.hold_point, pos)
-        write3(st, ST.hold_dir, travel)
+def set_plane(st, point, travel):
+    """The hold plane through ``point`` (model frame) across the unit direction ``travel``; none if ``travel`` is zero."""
+    st[ST.held] = 1.0 if vlen(travel) > 0.0 else 0.0
+    write3(st, ST.hold_point, point)
+    write3(st, ST.hold_dir, travel)
 
 
 @njit(cache=True)
@@ -253,6 +246,8 @@ def decay_offset(par, st, lock, dt):
     if lock:
         return decay3(spring_weights(par[PAR.plant_halflife], dt), off0, offv0)
     off, offv = decay3(spring_weights(par[PAR.halflife], dt), off0, offv0)
+    if par[PAR.lift_halflife] == par[PAR.halflife]:
+        return off, offv
     y, vy = spring_decay(off0[1], offv0[1], par[PAR.lift_halflife], dt)
     return (off[0], y, off[2]), (offv[0], vy, offv[2])
 
@@ -280,13 +275,15 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     off, offv = decay_offset(par, st, lock, dt)
 
     releasing = lock and (not contact or vlen(vsub(point, p)) > radius)
-    pos, vel = lock_position(True, point, off, offv, p, v, mvel, mang)
+    pos, vel = p, v  # the lock position as it lets go
     fp, fv = p, v  # where the free toe goes
     if lock and not releasing:
         st[ST.held] = 0.0
     else:
         if releasing:
-            hold_at(pose, par, st, pos, mvel, mang)  # a released toe waits for the animation to come past
+            pos, vel = lock_position(True, point, off, offv, p, v, mvel, mang)
+            if par[PAR.forward_only] > 0.5:  # a released toe waits there for the animation to come past
+                set_plane(st, pos, travel_direction(pose, mvel, mang))
         fp, fv, jump, jump_v = free_toe(pose, par, st, p, v, mvel, mang)
         # A hold let go is a switch of the target, like a release: the offset takes its jump.
         off = vadd(off, jump)
