@@ -66,6 +66,9 @@ TRAJECTORY_REST = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0)
 
 def signal_value(kind, value):
     """A field value as the float64 value part of a signal of ``kind`` (rate excluded)."""
+    if isinstance(value, list) and kind in ("scalar", "int", "bool"):
+        raise ValueError(f"{'an' if kind == 'int' else 'a'} {kind} value is one {'number' if kind != 'bool' else 'true or false'}, "
+                         f"got a list of {len(value)}")
     if kind == "scalar":
         return np.array([0.0 if value is None else float(value)])
     if kind == "vec3":

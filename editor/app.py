@@ -12,7 +12,10 @@ preview says "compiling kernels (first run only)" and the node editor stays usab
 
 from __future__ import annotations
 
+import inspect
+import sys
 import time
+import traceback
 from pathlib import Path
 
 import dearpygui.dearpygui as dpg
@@ -51,11 +54,14 @@ class Editor:
         self.graph_view = GraphView(self)
         self.view = Viewport(self)
         self.first_error = error
+        self.jobs = []  # callbacks triggered from Python (tests), run with dearpygui's queue
+        self.crash_details = ""  # the traceback of the last error caught by the boundary
 
     # ------------------------------------------------------------ window
 
     def build(self):
         dpg.create_context()
+        dpg.configure_app(manual_callback_management=True)  # callbacks run in frame(), inside the error boundary
         dpg.create_viewport(title=TITLE, width=WINDOW[0], height=WINDOW[1], disable_close=True)
         with dpg.window(tag="main"):
             self._menus()
@@ -125,6 +131,12 @@ class Editor:
         with dpg.window(label="Error", modal=True, show=False, tag="error_box", width=560):
             dpg.add_text("", tag="error_text", wrap=540)
             dpg.add_button(label="OK", width=90, callback=lambda: dpg.hide_item("error_box"))
+        with dpg.window(label="Internal error", modal=True, show=False, tag="crash_box", width=560):
+            dpg.add_text("", tag="crash_text", wrap=540)
+            with dpg.group(horizontal=True):
+                dpg.add_button(label="copy details", tag="crash_copy", callback=lambda: dpg.set_clipboard_text(
+                    self.crash_details))
+                dpg.add_button(label="OK", width=90, callback=lambda: dpg.hide_item("crash_box"))
 
     def status(self, text, error=False):
         """One line in the status bar (red for errors)."""
@@ -355,6 +367,52 @@ class Editor:
             except (AnimgraphError, OSError) as e:
                 self.status(f"autosave failed: {e}", error=True)
 
+    # ------------------------------------------------------------ the error boundary
+
+    def frame(self, draw=True):
+        """One frame: the queued UI callbacks, then the frame's work, each inside the error boundary; then drawn
+        (``draw=False``: not drawn, for tests that drive many edits)."""
+        jobs, self.jobs = [*(dpg.get_callback_queue() or ()), *self.jobs], []
+        for job in jobs:
+            self.protect(_call, *job)
+        self.protect(self.tick)
+        if draw:
+            dpg.render_dearpygui_frame()
+
+    def trigger(self, item, value=None):
+        """What dearpygui does when the user changes ``item`` to ``value``: set it and queue its callback."""
+        if value is not None and not isinstance(value, dict):  # a dict: a dialog's result, passed as it is
+            dpg.set_value(item, value)
+            value = dpg.get_value(item)  # as the widget holds it (its precision, its length)
+        self.jobs.append((dpg.get_item_callback(item), item, value, dpg.get_item_user_data(item)))
+
+    def protect(self, fn, *args):
+        """Run ``fn(*args)``: the one place an exception of a callback or a frame stops; the editor goes on."""
+        try:
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 (the boundary: anything a bug raises)
+            self.failed(e)
+            return None
+
+    def failed(self, error):
+        """After a bug: autosave first, then one line in the status bar and a dialog that can copy the traceback."""
+        self.crash_details = traceback.format_exc()
+        print(self.crash_details, file=sys.stderr, end="")
+        try:
+            saved = f"the graph is autosaved to {files.write_autosave(self.doc)}" if self.doc.dirty else \
+                "no unsaved changes"
+            self.last_autosave = time.monotonic()
+        except Exception as e:  # noqa: BLE001
+            saved = f"the autosave failed too: {e}"
+        what = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        line = f"internal error: {type(error).__name__}{': ' if what else ''}{what} ({saved}; the editor goes on)"
+        try:
+            self.status(line, error=True)
+            dpg.set_value("crash_text", line)
+            dpg.show_item("crash_box")
+        except Exception:  # noqa: BLE001 (no window left to show it in: stderr has it)
+            pass
+
     def _popping(self):
         if self.player is not None and self.player.pops:
             return self.player.pops[-1].node
@@ -367,8 +425,7 @@ class Editor:
         else:
             self._offer_autosave()
         while dpg.is_dearpygui_running():
-            self.tick()
-            dpg.render_dearpygui_frame()
+            self.frame()
         self.shutdown()
 
     def shutdown(self):
@@ -377,3 +434,14 @@ class Editor:
         if self.doc.dirty:
             files.write_autosave(self.doc)
         dpg.destroy_context()
+
+
+def _call(callback, sender=None, app_data=None, user_data=None):
+    """Call a dearpygui callback with as many of (sender, app_data, user_data) as it takes."""
+    if callback is None:
+        return
+    try:
+        n = len(inspect.signature(callback).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature: dearpygui's own functions take none
+        n = 0
+    callback(*(sender, app_data, user_data)[:n])

@@ -275,7 +275,20 @@ class Document:
     def _set_asset(self, name, spec):
         data = self._data()
         data["assets"][name] = spec.model_dump(exclude_defaults=True) if isinstance(spec, AssetSpec) else spec
+        self._check_reads(self._build(data), name)
         self._apply(data)
+
+    def _check_reads(self, graph, name):
+        """EditError (one line) unless asset ``name`` of ``graph`` reads, with the skeleton of the graph's other assets."""
+        from animgraph.plan import load_assets
+
+        one = Graph.from_dict({"format": "animgraph.graph", "version": graph.version,
+                               "assets": {name: graph.to_dict()["assets"][name]}}, file=self.path)
+        first = next(iter(self.graph.assets), None)
+        try:
+            load_assets(one, skeleton=self.skeleton() if first not in (None, name) else None)
+        except AnimgraphError as e:
+            raise EditError(f"asset {name!r} not added: {e.message if isinstance(e, GraphError) else e}") from None
 
     def remove_asset(self, name):
         """Remove clip asset ``name``; refused while a node uses it."""

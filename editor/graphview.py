@@ -8,13 +8,11 @@ written back to the document when a drag ends.
 
 from __future__ import annotations
 
-import json
-
 import dearpygui.dearpygui as dpg
 
 from animgraph.errors import AnimgraphError
 
-from . import palette
+from . import fields, palette
 from .document import EditError
 
 ERROR_TITLE = (170, 40, 40)
@@ -262,55 +260,24 @@ class GraphView:
         dpg.add_text(f"{node.type}: {palette.doc(node.type)}", wrap=240, parent=parent)
         dpg.add_input_text(label="id", default_value=nid, on_enter=True, parent=parent, width=150,
                            callback=lambda s, a: self._rename(nid, a))
+        panel = fields.Panel(self, nid)
         for spec in self.doc.field_specs(nid):
-            self._field_widget(parent, nid, spec, getattr(node, spec.name))
+            panel.field(parent, spec, getattr(node, spec.name))
         dpg.add_button(label="delete node", parent=parent, callback=lambda: self.act("remove_node", nid))
 
     def _rename(self, old, new):
         if self.act("rename", old, new)[0]:
             self.selected = new
 
-    def _field_widget(self, parent, nid, spec, value):
-        """One widget for one field, from its FieldSpec; its callback is ``doc.set_field``."""
-        def set_(s, a, u=None):
-            self.act("set_field", nid, spec.name, a)
+    def set_field(self, nid, name, value):
+        """A widget's write: ``doc.set_field``; a refusal rebuilds the panel so every widget shows the document."""
+        if not self.act("set_field", nid, name, value)[0]:
+            self.refresh_inspector()
 
-        kw = dict(label=spec.name, parent=parent, width=150)
-        w = spec.widget
-        if w == "bool":
-            item = dpg.add_checkbox(default_value=bool(value), callback=set_, **kw)
-        elif w in ("enum", "joint", "clip", "signal") and spec.choices:
-            choices = list(spec.choices) + (["(none)"] if spec.optional else [])
-            current = "(none)" if value is None else str(value)
-            item = dpg.add_combo(choices, default_value=current, **kw,
-                                 callback=lambda s, a: self.act("set_field", nid, spec.name,
-                                                                None if a == "(none)" else _choice(a, spec)))
-        elif w == "float" and value is not None:
-            item = dpg.add_input_float(default_value=float(value), on_enter=True, format="%.4g", callback=set_, **kw,
-                                       **_bounds(spec, float))
-        elif w == "int" and value is not None:
-            item = dpg.add_input_int(default_value=int(value), on_enter=True, callback=set_, **kw, **_bounds(spec, int))
-        elif w == "axis" and value is not None and len(value) == 3:
-            item = dpg.add_input_floatx(default_value=list(value), size=3, on_enter=True, format="%.3g", **kw,
-                                        callback=lambda s, a: self.act("set_field", nid, spec.name, list(a[:3])))
-        else:  # text, joints, value, branches, tags, optional numbers: JSON text (what the file holds)
-            text = value if isinstance(value, str) and w == "text" else json.dumps(value)
-            item = dpg.add_input_text(default_value=text, on_enter=True, **kw,
-                                      callback=lambda s, a: self._set_json(nid, spec, a))
-        if spec.doc:
-            with dpg.tooltip(item):
-                dpg.add_text(spec.doc, wrap=320)
-
-    def _set_json(self, nid, spec, text):
-        if spec.widget == "text":
-            self.act("set_field", nid, spec.name, text)
-            return
-        try:
-            value = json.loads(text)
-        except ValueError:
-            self.editor.status(f"node {nid!r} field {spec.name!r}: not JSON: {text!r}", error=True)
-            return
-        self.act("set_field", nid, spec.name, value)
+    def refuse(self, text):
+        """A value refused before it reached the document: say why and show the document's values again."""
+        self.editor.status(text, error=True)
+        self.refresh_inspector()
 
     # ------------------------------------------------------------ assets
 
@@ -328,7 +295,7 @@ class GraphView:
 
         with dpg.group(horizontal=True, parent="assets"):
             dpg.add_combo(list(data.names()), width=110, tag="asset_bundled", default_value=data.names()[0])
-            dpg.add_button(label="add bundled", callback=self._add_bundled)
+            dpg.add_button(label="add bundled", tag="asset_add_bundled", callback=self._add_bundled)
         with dpg.group(horizontal=True, parent="assets"):
             dpg.add_combo(["auto", "keep", "drop"], default_value="auto", width=60, tag="asset_first")
             dpg.add_input_text(hint="units (auto)", width=80, tag="asset_units")
@@ -353,20 +320,6 @@ class GraphView:
         spec = {k: v for k, v in spec.items() if v != "auto"}
         name = _free_name(Path(path).stem.replace("-", "_").replace(" ", "_"), self.doc.graph.assets)
         self.act("add_asset", name, spec if len(spec) > 1 else spec["path"])
-
-
-def _bounds(spec, kind):
-    out = {}
-    if spec.low is not None:
-        out.update(min_value=kind(spec.low), min_clamped=True)
-    if spec.high is not None:
-        out.update(max_value=kind(spec.high), max_clamped=True)
-    return out
-
-
-def _choice(text, spec):
-    """A combo's text back to the field's value (joint indices stay numbers if the file used them)."""
-    return text
 
 
 def _free_name(name, taken):

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import animgraph.graphs as shipped
+from animgraph import data as bundled
 from animgraph.editor.document import Document, EditError, Problem
 from animgraph.errors import AnimgraphError, GraphError
 from animgraph.graph import Graph
@@ -183,6 +184,7 @@ def test_refused_edits_change_nothing():
     unchanged(doc, lambda d: d.set_asset("nope", "animgraph:jog"))
     unchanged(doc, lambda d: d.add_asset("x", {"path": "a.bvh", "units": -1}))
     assert "used by node 'walk'" in unchanged(doc, lambda d: d.remove_asset("walk"))
+    assert "file not found" in unchanged(doc, lambda d: d.add_asset("x", "/nonexistent/a.bvh"))
     unchanged(doc, lambda d: d.set_description(3))
     unchanged(doc, lambda d: d.connect("walk.pose", "w.value"))
 
@@ -456,6 +458,8 @@ def test_relative_assets_stay_anchored_to_the_file(tmp_path):
     doc.undo()  # a state from before the save, when assets were relative to a/
     assert target() == clip
     doc.redo()
+    (tmp_path / "b" / "clips").mkdir()
+    (tmp_path / "b" / "clips" / "j.bvh").write_bytes(bundled.path("jog").read_bytes())  # an asset must read to be added
     doc.add_asset("jog", "clips/j.bvh")  # new relative assets are relative to the file
     assert (doc.graph.base_dir / "clips/j.bvh").resolve() == (tmp_path / "b" / "clips" / "j.bvh").resolve()
 

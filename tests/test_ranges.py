@@ -218,6 +218,16 @@ def test_input_refuses_defaults_and_bounds_out_of_range(fields):
                             "nodes": [{"id": "w", "type": "input", **fields}]})
 
 
+@pytest.mark.parametrize("node", ["input", "constant"])
+@pytest.mark.parametrize("signal", ["scalar", "int", "bool"])
+def test_a_list_for_a_one_number_signal_is_a_graph_error(node, signal):
+    """Was a TypeError from numpy (an internal error on the CLI, a dead editor) for int and scalar."""
+    field = "default" if node == "input" else "value"
+    with pytest.raises(ag.GraphError, match=f"node 'w'.*{signal} value is one"):
+        ag.Graph.from_dict({"format": "animgraph.graph", "version": 1,
+                            "nodes": [{"id": "w", "type": node, "signal": signal, field: [1, 2]}]})
+
+
 @pytest.mark.parametrize("halflife", [0.0, TINY, 1e-7, 1e-6])
 @pytest.mark.parametrize("mode", ["spring", "cubic"])
 def test_inertializer_tiny_length_is_an_instant_cut(halflife, mode):
