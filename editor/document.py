@@ -288,7 +288,7 @@ class Document:
         try:
             load_assets(one, skeleton=self.skeleton() if first not in (None, name) else None)
         except AnimgraphError as e:
-            raise EditError(f"asset {name!r} not added: {e.message if isinstance(e, GraphError) else e}") from None
+            raise EditError(f"not added: {e.message if isinstance(e, GraphError) else e}") from None
 
     def remove_asset(self, name):
         """Remove clip asset ``name``; refused while a node uses it."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import dearpygui.dearpygui as dpg
 from pydantic import BaseModel
@@ -203,8 +204,6 @@ class Panel:
         kind = spec.signal
         t = tag(*path)
         if kind in ("scalar", "int"):
-            from dataclasses import replace
-
             return self.number(parent, path, replace(spec, optional=True), value, put, label, kind == "int")
         if kind == "bool":
             return dpg.add_checkbox(label=label, parent=parent, tag=t, default_value=bool(value),
