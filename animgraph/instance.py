@@ -15,8 +15,10 @@ by the next step (copy what you keep: ``pose.copy()``, ``arr.copy()``).  This ke
 ``step`` to a few microseconds of Python.
 
 Inputs (by input node id) are sticky: a value stays until set again.  A value is a
-number or array (rate 0), or a tuple ``(value, rate)``; a scalar or single vector
-applies to every character, an array with a leading axis of length B sets each.
+number or array, or a tuple ``(value, rate)``; a scalar or single vector applies to
+every character, an array with a leading axis of length B sets each.  A scalar or vec3
+set without a rate takes the rate of its change over each step (``nodes/input.py``);
+other kinds have rate 0.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ LANES_ENV = "ANIMGRAPH_LANES"  # "0": never run on lane tiles (the per-character
 
 _VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1, "trajectory": 12}
 CLAMPED = ("scalar", "int", "vec3")  # kinds whose values an input's [min, max] bounds
+DERIVED = ("scalar", "vec3")  # kinds whose rate, when none is given, the input node derives from the change
 
 
 def _entry(dispatcher):
@@ -197,6 +200,7 @@ class Instance:
         n, size, batch, file = _VALUE_SIZE[kind], SIGNAL_SIZE[kind], self.batch, self.plan.file
         value_col, rate_col = self.sig[:, off], self.sig[:, off + 1] if size > 1 else None
         value_view, rate_view = self.sig[:, off:off + n], self.sig[:, off + n:off + size]
+        no_rate_col, derived = self.sig[:, off + size], kind in DERIVED  # the caller block's flag: derive the rate
         node = self.plan.nodes.get(name)
         low, high = node.bounds() if kind in CLAMPED and node is not None else (-SIGNAL_MAX, SIGNAL_MAX)
 
@@ -234,8 +238,8 @@ class Instance:
                 fail(f"{what} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]: {v!r}")
             return a
 
-        def single(x, rate):
-            """The write of one number (and rate) to every character, clamped to [low, high]."""
+        def single(x, rate, no_rate):
+            """The write of one number (and rate, or none) to every character, clamped to [low, high]."""
             if kind == "bool":
                 x = float(x != 0)
             elif kind in CLAMPED and not low <= x <= high:
@@ -247,6 +251,7 @@ class Instance:
                 value_col.fill(x)
                 if rate_col is not None:
                     rate_col.fill(rate)
+                no_rate_col.fill(float(no_rate and derived))
 
             return write
 
@@ -255,11 +260,11 @@ class Instance:
             if t is float or t is int or t is bool:
                 if n != 1:
                     fail(f"a {kind} input needs {n} numbers, got {value!r}")
-                return single(number(value, "value"), 0.0)
+                return single(number(value, "value"), 0.0, True)
             if t is tuple and len(value) == 2 and size > n:
                 val, rate = value
                 if n == 1 and type(val) in (float, int) and type(rate) in (float, int):  # fast path: scalar, rate
-                    return single(number(val, "value"), number(rate, "rate"))
+                    return single(number(val, "value"), number(rate, "rate"), False)
             elif t is tuple and size == n:
                 fail(f"a {kind} input has no rate: give the value only")
             else:
@@ -289,6 +294,7 @@ class Instance:
                 value_view[:] = a
                 if size > n:
                     rate_view[:] = r
+                no_rate_col.fill(float(rate is None and derived))
 
             return write
 
@@ -429,6 +435,11 @@ class Instance:
             raise GraphError(f"teleport must be finite and within ±{SIGNAL_MAX:g}", file=self.plan.file)
         if not np.all(np.linalg.norm(r, axis=1) > 1e-6):
             raise GraphError("teleport rot_delta must be a non-zero quaternion (w, x, y, z)", file=self.plan.file)
+        for nid in self.plan.inputs:  # a rate from the change across a teleport would be a jump's
+            a, b = self.plan.ops[self.plan.op(nid), [OP_STATE, OP_STATE_END]]
+            block = self.st[rows, a:b]  # a copy (rows index it): written back
+            self.plan.nodes[nid].restart(block)
+            self.st[rows, a:b] = block
         for kind, loc, so in self.plan.outputs.values():
             if kind != "pose":
                 continue

@@ -80,7 +80,7 @@ class Plan:
     sig_init: np.ndarray
     table: np.ndarray  # int64: header, ops, io, parents (see animgraph.executor)
     clipbuf: np.ndarray  # float32: clip_pos, clip_rot, clip_scl, then every node type's tables, flattened
-    inputs: dict  # input node id -> (offset, signal kind)
+    inputs: dict  # input node id -> (offset of the block its caller writes: value, rate, no-rate flag; signal kind)
     outputs: dict  # output node id -> (signal kind, slot or offset, state offset)
     constants: dict  # (node id, port) -> (offset, signal kind): unlinked inputs fed from fields
     pruned: list
@@ -491,7 +491,11 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
 
         if getattr(node, "GRAPH_INPUT", False):
             (name, port), = checked.outputs[nid].items()
-            inputs[nid] = (located[(nid, name)], port.signal)
+            # What the caller writes goes right after the output block, where the kernel reads it.
+            caller = sig_block(np.zeros(node.caller_size()))
+            if caller != located[(nid, name)] + SIGNAL_SIZE[port.signal]:
+                raise AssertionError(f"input {nid}: its caller block does not follow its output block")
+            inputs[nid] = (caller, port.signal)
         if nid in sinks:
             (name, port), = checked.outputs[nid].items()
             outputs[nid] = (port.signal, located[(nid, name)], row[OP_STATE])
@@ -500,9 +504,10 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     io = np.array(io, dtype=np.int64)
     pose_io = np.array(pose_io, dtype=np.bool_)
     sig_init = np.concatenate(sig_parts) if sig_parts else np.zeros(0)
-    for nid, (off, kind) in inputs.items():  # inputs start at their defaults
+    for nid, (off, kind) in inputs.items():  # inputs start at their defaults, as given and as output
         block = _signal_block(kind, nodes[nid].default)
         sig_init[off:off + len(block)] = block
+        sig_init[off - len(block):off] = block
     n_slots = max(slots.count, 1)
     # The executor reads the clips from one flat buffer: plan.db and plan.tables hold views of it (no second copy).
     flat = [*db[:3], *(a for arrays in tables.values() for a in arrays)]

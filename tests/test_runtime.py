@@ -120,10 +120,11 @@ def test_batch_of_64_matches_single_runs(clips, lanes):
     # Different inputs per character: each matches its own single run.
     rng = np.random.default_rng(4)
     ts, rates, alphas = rng.uniform(0, 2, 64), rng.uniform(0.5, 1.5, 64), rng.uniform(0, 1, 64)
-    out = frozen(many.step(DT, {"t": (ts, rates), "alpha": alphas}))
+    # (alpha's rate given: a rate from the change would differ, the single run's previous value being another's)
+    out = frozen(many.step(DT, {"t": (ts, rates), "alpha": (alphas, 0.0)}))
     assert out["glob"].pos.shape == (64, len(clips[0]), 3) and out["a_out"].shape == (64, 2)
     for c in range(0, 64, 9):
-        ref = one.step(DT, {"t": (float(ts[c]), float(rates[c])), "alpha": float(alphas[c])})
+        ref = one.step(DT, {"t": (float(ts[c]), float(rates[c])), "alpha": (float(alphas[c]), 0.0)})
         for k in ("local", "glob"):
             check(out[k][c], ref[k])
 
@@ -172,8 +173,8 @@ def test_signal_inputs_reach_outputs(signals):
     np.testing.assert_array_equal(out["bo"], [1])
     np.testing.assert_array_equal(out["no"], [7])
     out = inst.step(DT, {"w": 0.25})
-    np.testing.assert_array_equal(out["wo"], [0.25, 0.0]), "a value without a rate has rate 0"
-    np.testing.assert_array_equal(inst.step(DT)["wo"], [0.25, 0.0]), "inputs are sticky"
+    np.testing.assert_allclose(out["wo"], [0.25, -0.25 / DT]), "a value without a rate: the rate of its change"
+    np.testing.assert_array_equal(inst.step(DT)["wo"], [0.25, 0.0]), "inputs are sticky (and then still)"
 
 
 def test_int_and_bool_inputs_are_whole_numbers(signals):
