@@ -40,7 +40,7 @@ def _args_info(p):
     p.add_argument("file", help="a BVH file, or the name of a bundled clip (" + ", ".join(_bundled()) + ")")
     p.add_argument(
         "--scale",
-        type=float,
+        type=float,  # checked with the file named (``load_clip``)
         default=None,
         help="metres per file unit (default: decided from the rest pose's size, e.g. 0.0564444 for CMU "
         "cgspeed units; the rule and its numbers are printed)",
@@ -135,19 +135,35 @@ def _cmd_info(args):
 # ---------------------------------------------------------------- verify
 
 
-def _whole(minimum):
-    """An argparse type: a whole number >= ``minimum``."""
+def _whole(minimum, maximum=None):
+    """An argparse type: a whole number in [``minimum``, ``maximum``] (default: the limit of frame numbers)."""
+    from .limits import INDEX_MAX
+
+    maximum = INDEX_MAX if maximum is None else maximum
 
     def whole(text):
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be a whole number in [{minimum}, {maximum}], got {value}")
         return value
 
     return whole
+
+
+def _seconds(text):
+    """An argparse type: a step in seconds, finite, in (0, DT_MAX] (the limit ``Instance.step`` takes)."""
+    from .limits import DT_MAX
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and 0.0 < value <= DT_MAX):
+        raise argparse.ArgumentTypeError(f"must be seconds in (0, {DT_MAX:g}], got {text}")
+    return value
 
 
 def _args_verify(p):
@@ -156,7 +172,8 @@ def _args_verify(p):
     )
     p.add_argument("--node", action="append", metavar="TYPE", help="only this node type (repeatable)")
     p.add_argument("--times", type=_whole(1), default=200, help="random test times per node and clip (default 200)")
-    p.add_argument("--seed", type=_whole(0), default=0, help="seed of the test times and case choices (default 0)")
+    p.add_argument("--seed", type=_whole(0, 2 ** 32 - 1), default=0,
+                   help="seed of the test times and case choices (default 0)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
 
 
@@ -195,24 +212,35 @@ def _cmd_validate(args):
 
 
 def _args_schema(p):
-    pass
+    p.add_argument("--features", action="store_true",
+                   help="the JSON Schema of feature schema files ('mm build --features') instead")
 
 
 def _cmd_schema(args):
     from .graph import json_schema
 
+    if args.features:
+        from .features import Schema
+
+        print(json.dumps(Schema.model_json_schema(), indent=2))
+        return 0
     print(json.dumps(json_schema(), indent=2))
     return 0
 
 
 def _args_run(p):
     p.add_argument("graph", help="a graph file (JSON)")
-    p.add_argument("--frames", type=int, required=True, help="frames to evaluate")
-    p.add_argument("--batch", type=int, default=1, help="characters evaluated together (default 1)")
-    p.add_argument("--dt", type=float, default=1.0 / 60.0, help="frame time in seconds (default 1/60)")
+    from .limits import DT_MAX, INDEX_MAX, MAX_BATCH, SIGNAL_MAX
+
+    p.add_argument("--frames", type=_whole(1), required=True, help=f"frames to evaluate (1 to {INDEX_MAX})")
+    p.add_argument("--batch", type=_whole(1, MAX_BATCH), default=1,
+                   help=f"characters evaluated together (1 to {MAX_BATCH}, default 1)")
+    p.add_argument("--dt", type=_seconds, default=1.0 / 60.0,
+                   help=f"frame time in seconds, (0, {DT_MAX:g}] (default 1/60)")
     p.add_argument(
         "--input", action="append", default=[], metavar="NAME=VALUE",
-        help="set an input node for every character: a number, true/false or x,y,z (repeatable)",
+        help=f"set an input node for every character: a number, true/false or x,y,z, each within "
+             f"[-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}] (repeatable)",
     )
     p.add_argument("--out", help="write x.bvh (first character's pose) or x.npz (every output)")
     p.add_argument("--pose-output", metavar="NAME",
@@ -237,7 +265,7 @@ def _cmd_run(args):
 
 def _args_demo(p):
     p.add_argument("--out", default="animgraph-demo", help="directory for demo.bvh and demo.svg (default ./animgraph-demo)")
-    p.add_argument("--frames", type=int, default=None,
+    p.add_argument("--frames", type=_whole(1), default=None,
                    help="frames at 60 Hz (default: the whole stick script, 990; with --gaits 900)")
     p.add_argument("--gaits", action="store_true",
                    help="the clip-switching demo instead (graphs/gaits.json: walk, jog, run on prepared loops)")
@@ -271,6 +299,8 @@ def _cmd_bench(args):
 
 
 def _args_mm(p):
+    from .features import WEIGHT_MAX
+
     sub = p.add_subparsers(dest="mm_command", metavar="ACTION")
     sub.required = True
     b = sub.add_parser("build", help="build a motion-matching database (.npz) from clips",
@@ -279,8 +309,13 @@ def _args_mm(p):
                    help="'animgraph:NAME' (bundled: " + ", ".join(_bundled()) + ") or a BVH file")
     b.add_argument("--out", required=True, help="the database file to write (.npz)")
     b.add_argument("--features", metavar="SCHEMA", help="a feature schema JSON file (default: toe positions, toe "
-                                                         "and hips velocities, trajectory at 20, 40, 60 frames)")
+                                                         "and hips velocities, trajectory at 20, 40, 60 frames); "
+                                                         f"each group's weight in [0, {WEIGHT_MAX:g}], at least one "
+                                                         "> 0 ('animgraph schema --features' prints its JSON Schema)")
     b.add_argument("--no-mirror", action="store_true", help="leave out the clips' mirror images")
+    b.add_argument("--skip-short", action="store_true",
+                   help="leave out (with a warning line) a clip too short to search (under 2 frames at 60 fps) "
+                        "instead of refusing the build")
     b.set_defaults(handler=_cmd_mm_build)
     i = sub.add_parser("info", help="ranges, frames, features and skeleton hash of a database file",
                        description="ranges, frames, features and skeleton hash of a database file")
@@ -306,7 +341,9 @@ def _cmd_mm_build(args):
     start = time.perf_counter()
     with tqdm(total=len(args.clips) * (1 if args.no_mirror else 2), unit="range", file=sys.stderr, disable=None,
               leave=False) as bar:
-        db = build_from_paths(args.clips, schema, not args.no_mirror, progress=lambda done, total, name: bar.update())
+        db = build_from_paths(args.clips, schema, not args.no_mirror, progress=lambda done, total, name: bar.update(),
+                              skip_short=args.skip_short, warn=lambda line: bar.write(f"{PROG}: warning: {line}",
+                                                                                        file=sys.stderr))
     seconds = time.perf_counter() - start
     db.save(out)
     print(f"{db.frames} frames ({db.frames * db.dt:.1f} s at {round(1 / db.dt)} fps) in {db.ranges} ranges, "
@@ -376,7 +413,8 @@ def _args_edit(p):
                                             "none: a new graph on the bundled walk clip)")
     p.add_argument("--screenshot", metavar="PNG", help="open the graph, play --frames frames, write a PNG of the "
                                                        "whole window and exit (for tests and docs)")
-    p.add_argument("--frames", type=int, default=60, help="frames to play before --screenshot (default 60)")
+    p.add_argument("--frames", type=_whole(0), default=60,
+                   help="frames to play before --screenshot: the picture shows frame N (0: the first; default 60)")
 
 
 def _cmd_edit(args):
@@ -384,10 +422,12 @@ def _cmd_edit(args):
         import dearpygui.dearpygui  # noqa: F401
     except ImportError:
         raise AnimgraphError("the editor needs dearpygui: pip install 'animgraph[editor]'") from None
-    if not 0 <= args.frames <= 1_000_000:
-        raise AnimgraphError(f"--frames must be in [0, 1000000], got {args.frames}")
-    if args.screenshot is not None and not args.screenshot.lower().endswith(".png"):
-        raise AnimgraphError(f"--screenshot {args.screenshot!r}: the file name must end in .png")
+    if args.screenshot is not None:
+        from .fileio import check_writable
+
+        if not args.screenshot.lower().endswith(".png"):
+            raise AnimgraphError(f"--screenshot {args.screenshot!r}: the file name must end in .png")
+        check_writable(args.screenshot, "--screenshot")  # before anything plays: a directory, no folder, no permission
     from .editor import launch
 
     return launch.main(args.graph, screenshot=args.screenshot, frames=args.frames)

@@ -3,7 +3,9 @@
 ``build(clips)`` prepares each clip (and its mirror image, so left turns give right
 turns) and stacks every frame of every range into one array set (``Database``);
 ``save``/``Database.load`` write and read it as an ``.npz`` (format "animgraph.mmdb",
-version 1); ``cached_build`` keeps built databases on disk keyed by content;
+version 2; version 1 stored ``scale`` divided by the group weights and is read by undoing that);
+``check`` is the one validator of a database's contents, run on every build before
+anything is written and on every read; ``cached_build`` keeps built databases on disk keyed by content;
 ``bundled()`` is the database of the nine bundled clips.
 
 Per range: resampled to 60 fps (``preprocess.resample``), the root joint made relative
@@ -23,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -38,7 +41,9 @@ from .names import install_aliases
 from .pose import Clip, Pose, Skeleton
 
 FORMAT = "animgraph.mmdb"
-VERSION = 1
+VERSION = 2
+REBUILD = "rebuild it with `animgraph mm build`"
+UNIT_TOLERANCE = 1e-3  # how far a stored rotation's norm may be from 1
 BUNDLED_PREFIX = "animgraph:"
 CONTACT_JOINTS = ("left_toe", "right_toe")
 SEARCH_SKIP_START = 3  # frames at a range's start never matched
@@ -69,7 +74,7 @@ class Database:
     the bone's velocity (m/s) and angular velocity (rad/s) in its own frame; ``contacts``
     (F,2) left/right toe 0/1; ``range_starts``/``range_stops``/``search_starts``/
     ``search_stops`` (R,) int64 frame indices; ``names`` (R,) clip names; ``features``
-    (F,D) float32 = (raw - ``offset``) / ``scale`` (D,) float64.
+    (F,D) float32 = (raw - ``offset``) / ``scale`` * ``schema.weights()``, ``offset`` and ``scale`` (D,) float64.
     """
 
     skeleton: Skeleton
@@ -108,8 +113,8 @@ class Database:
                 f"skeleton {self.skeleton_hash[:12]})")
 
     def normalise(self, raw):
-        """Raw feature rows (..., D) as the database's normalised float32 features."""
-        return ((np.asarray(raw, np.float64) - self.offset) / self.scale).astype(np.float32)
+        """Raw feature rows (..., D) as the database's normalised, weighted float32 features."""
+        return ((np.asarray(raw, np.float64) - self.offset) / self.scale * self.schema.weights()).astype(np.float32)
 
     def range_of(self, frame):
         """Index of the range holding ``frame``."""
@@ -158,8 +163,9 @@ class Database:
         entries = _read_npz(path)
         try:
             db = _from_entries(cls, entries)
+            check(db)
         except _Bad as e:
-            raise AnimgraphError(f"{path}: {e}") from None
+            raise AnimgraphError(f"{path}: {_rebuild_hint(e, entries)}") from None
         db.path = path
         return db
 
@@ -176,14 +182,14 @@ class _Range:
     raw: np.ndarray
 
 
-def _prepare(name, skel, clip, schema, joints):
+def _prepare(name, label, skel, clip, schema, joints):
     """One range from a clip in metres: 60 fps, root-relative, contacts, raw features."""
     if abs(clip.fps - FPS) > 1e-6:
         clip = preprocess.resample(clip, FPS)
     try:
         contacts = preprocess.foot_contacts(skel, clip, CONTACT_JOINTS)
     except ValueError as e:
-        raise AnimgraphError(f"clip {name!r}: foot contacts need the joints {', '.join(CONTACT_JOINTS)}: {e}") from None
+        raise AnimgraphError(f"{label}: foot contacts need the joints {', '.join(CONTACT_JOINTS)}: {e}") from None
     rel, motion = preprocess.root_motion_clip(skel, clip, loop=False)
     from .ops import fk
 
@@ -197,36 +203,98 @@ def _same_topology(first, skel):
     return list(first.names) == list(skel.names) and np.array_equal(first.parents, skel.parents)
 
 
-def build(clips, schema=None, mirror=True, progress=None):
+def frames_at_fps(clip):
+    """Frames of ``clip`` once resampled to the database's 60 fps (``preprocess.resample``'s count)."""
+    if abs(clip.fps - FPS) <= 1e-6:
+        return clip.frames
+    return int(math.floor((clip.frames - 1) / (clip.fps / FPS) + 1e-9)) + 1
+
+
+BYTES_PER_JOINT_FRAME = 400  # per joint and range frame: about twice the peak tracemalloc measured (218 B, walk, jog)
+
+
+def memory_needed(clips, schema, mirror):
+    """Estimated peak bytes of ``build``: every range's frames at 60 fps, joints and features."""
+    ranges = 2 if mirror else 1
+    return sum(ranges * frames_at_fps(c) * (len(s) * BYTES_PER_JOINT_FRAME + schema.dim * 8 * 4)
+               for _, s, c in clips)
+
+
+def build(clips, schema=None, mirror=True, progress=None, labels=None, skip_short=False, warn=None):
     """A Database of ``clips``, a list of ``(name, Skeleton, Clip)`` in metres sharing one skeleton topology.
 
     ``schema``: a ``features.Schema`` (default ``Schema.default()``); ``mirror``: add each
     clip's mirror image (named ``NAME (mirrored)``); ``progress(done, total, name)`` is
-    called after each range.
+    called after each range; ``labels``: how errors name each clip (its file as the user
+    gave it; default the names). A clip too short to search (``search_window``) is refused,
+    or with ``skip_short`` left out with ``warn(line)``. The result passes ``check``, or
+    AnimgraphError naming the clip: nothing is returned to write.
     """
+    from .runner import available_memory
+    from .fileio import format_size
+
     schema = Schema.default() if schema is None else schema
     clips = list(clips)
+    labels = [n for n, _, _ in clips] if labels is None else list(labels)
     if not clips:
         raise AnimgraphError("a motion-matching database needs at least one clip")
     first_name, first_skel, _ = clips[0]
-    for name, skel, clip in clips:
+    for label, (name, skel, clip) in zip(labels, clips):
         if not _same_topology(first_skel, skel) or clip.pos.shape[1] != len(first_skel):
+            diff = next((f"joint {i}: {a!r} vs {b!r}" for i, (a, b) in enumerate(zip(skel.names, first_skel.names))
+                         if a != b), "the parents differ")
             raise AnimgraphError(
-                f"clip {name!r}: its skeleton ({len(skel)} joints, root {skel.names[0]!r}) has other joint names "
-                f"or parents than clip {first_name!r}'s ({len(first_skel)} joints): a database holds one skeleton")
-    joints = schema.joint_indices(first_skel)
-    total = len(clips) * (2 if mirror else 1)
-    ranges = []
-    for name, skel, clip in clips:
-        ranges.append(_prepare(name, skel, clip, schema, joints))
-        if progress:
-            progress(len(ranges), total, name)
-        if mirror:
-            mclip = preprocess.mirror(skel, clip)
-            ranges.append(_prepare(name + MIRRORED, mclip.skeleton, mclip, schema, joints))
+                f"{label}: its skeleton ({len(skel)} joints, root {skel.names[0]!r}) has other joint names or parents "
+                f"than {labels[0]}'s ({len(first_skel)} joints; {diff}): a database holds one skeleton")
+    kept = []
+    for label, (name, skel, clip) in zip(labels, clips):
+        n = frames_at_fps(clip)
+        first, last = search_window(0, n)
+        if last > first:
+            kept.append((label, name, skel, clip))
+            continue
+        line = f"{label}: {n} frame{'s' * (n != 1)} at {FPS} fps ({clip.frames} in the file): too short to search"
+        if not skip_short:
+            raise AnimgraphError(line + " (a clip needs at least 2 frames at 60 fps; --skip-short leaves it out)")
+        if warn:
+            warn(line + ": left out")
+    if not kept:
+        raise AnimgraphError("no clip long enough to search is left: a database needs one")
+    need, avail = memory_needed([c[1:] for c in kept], schema, mirror), available_memory()
+    if avail is not None and need > avail:
+        big = sorted(kept, key=lambda c: -frames_at_fps(c[3]) * len(c[2]))[:3]
+        raise AnimgraphError(
+            f"mm build: the database would need about {format_size(need)} of memory; {format_size(avail)} is "
+            "available (largest clips: " + ", ".join(f"{c[0]} ({frames_at_fps(c[3])} frames at {FPS} fps)"
+                                                       for c in big) + ")")
+    try:
+        joints = schema.joint_indices(first_skel)
+    except AnimgraphError as e:
+        raise AnimgraphError(f"{e} (in the skeleton of {labels[0]})") from None
+    total = len(kept) * (2 if mirror else 1)
+    ranges, where = [], []
+    label = labels[0]
+    try:
+        for label, name, skel, clip in kept:
+            ranges.append(_prepare(name, label, skel, clip, schema, joints))
+            where.append(label)
             if progress:
-                progress(len(ranges), total, name + MIRRORED)
-    return _assemble(first_skel, schema, ranges)
+                progress(len(ranges), total, name)
+            if mirror:
+                mclip = preprocess.mirror(skel, clip)
+                ranges.append(_prepare(name + MIRRORED, label, mclip.skeleton, mclip, schema, joints))
+                where.append(f"{label} (mirrored)")
+                if progress:
+                    progress(len(ranges), total, name + MIRRORED)
+        db = _assemble(first_skel, schema, ranges)
+    except MemoryError:
+        raise AnimgraphError(f"mm build: out of memory at {label} (about {format_size(need)} estimated for "
+                             f"{total} ranges); build from fewer or shorter clips") from None
+    try:
+        check(db, lambda r: where[r])
+    except _Bad as e:
+        raise AnimgraphError(f"the database built from these clips is not valid: {e}") from None
+    return db
 
 
 def _assemble(skel, schema, ranges):
@@ -247,7 +315,7 @@ def _assemble(skel, schema, ranges):
         contacts=cat(lambda r: r.contacts, np.float32),
         range_starts=starts, range_stops=stops, names=[r.name for r in ranges],
         search_starts=np.ascontiguousarray(window[:, 0]), search_stops=np.ascontiguousarray(window[:, 1]),
-        features=((raw - offset) / scale).astype(np.float32), offset=offset, scale=scale,
+        features=((raw - offset) / scale * schema.weights()).astype(np.float32), offset=offset, scale=scale,
     )
 
 
@@ -288,9 +356,10 @@ def load_clips(paths):
     return out
 
 
-def build_from_paths(paths, schema=None, mirror=True, progress=None):
-    """``build`` of the clips named by labels (``animgraph:NAME`` or BVH paths)."""
-    return build(load_clips(paths), schema, mirror, progress)
+def build_from_paths(paths, schema=None, mirror=True, progress=None, skip_short=False, warn=None):
+    """``build`` of the clips named by labels (``animgraph:NAME`` or BVH paths); errors name each by its label."""
+    return build(load_clips(paths), schema, mirror, progress, labels=[os.fspath(p) for p in paths],
+                 skip_short=skip_short, warn=warn)
 
 
 # ---------------------------------------------------------------- cache
@@ -368,6 +437,54 @@ class _Bad(Exception):
     """A problem with a database file's contents (the message; the caller names the file)."""
 
 
+PER_FRAME = ("pos", "rot", "scl", "motion", "contacts", "features")
+
+
+def check(db, where=None):
+    """_Bad naming the first problem of ``db``'s contents (the caller names the file), else nothing.
+
+    Every array finite; rotations unit (norm within ``UNIT_TOLERANCE`` of 1); joint scales and
+    feature scales positive; ranges tiling the frames (checked by the reader) and
+    each range's search window the one ``search_window`` gives, with at least one frame.
+    ``where(r)`` names range ``r`` (default: its clip name).
+    """
+    where = where or (lambda r: repr(db.names[r]) if r < len(db.names) else f"#{r}")
+    starts, stops = np.asarray(db.range_starts), np.asarray(db.range_stops)
+
+    def at(frame):
+        r = min(int(np.searchsorted(stops, frame, side="right")), len(stops) - 1)
+        return f"frame {frame} (range {where(r)}, its frame {frame - int(starts[r])})"
+
+    for key in PER_FRAME:
+        a = np.asarray(getattr(db, key))
+        bad = ~np.isfinite(a.reshape(len(a), -1)).all(axis=1)
+        if bad.any():
+            raise _Bad(f"entry {key!r} holds NaN or infinite values at {at(int(np.argmax(bad)))}")
+    for key in ("offset", "scale"):
+        if not np.all(np.isfinite(getattr(db, key))):
+            raise _Bad(f"entry {key!r} holds NaN or infinite values")
+    if not np.all(np.asarray(db.scale) > 0):
+        raise _Bad(f"entry 'scale' must be positive (column {int(np.argmax(~(np.asarray(db.scale) > 0)))})")
+    norm = np.linalg.norm(np.asarray(db.rot, np.float64), axis=-1)
+    off = np.abs(norm - 1.0) > UNIT_TOLERANCE
+    if off.any():
+        f, j = np.unravel_index(int(np.argmax(off)), off.shape)
+        raise _Bad(f"entry 'rot' holds a rotation of norm {norm[f, j]:.6g} (not a unit quaternion) at {at(int(f))}, "
+                   f"joint {db.skeleton.names[j]!r}")
+    scl = np.asarray(db.scl)
+    if not np.all(scl > 0):
+        f = int(np.argmax(~(scl > 0).reshape(len(scl), -1).all(axis=1)))
+        raise _Bad(f"entry 'scl' holds a scale <= 0 at {at(f)}")
+    for r, (a, b) in enumerate(zip(starts.tolist(), stops.tolist())):
+        first, last = search_window(a, b)
+        if last <= first:
+            raise _Bad(f"range {where(r)} has {b - a} frame{'s' * (b - a != 1)} at {FPS} fps: too short to search "
+                       f"(a range needs at least 2)")
+        if (int(db.search_starts[r]), int(db.search_stops[r])) != (first, last):
+            raise _Bad(f"range {where(r)}: search window {int(db.search_starts[r])}..{int(db.search_stops[r])} "
+                       f"is not the rule's {first}..{last} (edited or corrupt)")
+
+
 def _read_npz(path):
     """{entry: array} of every entry of the .npz at ``path``; AnimgraphError naming it if unreadable."""
     if not path.exists():
@@ -421,9 +538,18 @@ def _array(entries, key, kind, shape):
         want = "(" + ", ".join("N" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
         raise _Bad(f"entry {key!r} must be {dict(f='float', i='integer', U='text')[kind]} of shape {want}, "
                    f"got {a.dtype} {a.shape}")
-    if kind == "f" and not np.all(np.isfinite(a)):
+    if kind == "f" and key not in PER_FRAME and not np.all(np.isfinite(a)):  # per-frame ones: ``check``, by frame
         raise _Bad(f"entry {key!r} holds NaN or infinite values")
     return a
+
+
+def _rebuild_hint(err, e):
+    """``err``'s text, plus how to rebuild the file when its version is older than this one's."""
+    version = e.get("version")
+    old = version is not None and version.shape == () and version.dtype.kind in "iu" and 1 <= int(version) < VERSION
+    if old and REBUILD not in str(err):
+        return f"{err} (a version-{int(version)} database: {REBUILD})"
+    return str(err)
 
 
 def _from_entries(cls, e):
@@ -441,7 +567,7 @@ def _from_entries(cls, e):
         raise _Bad(f"database version {version} is newer than this animgraph reads (version {VERSION}); "
                    "upgrade animgraph or rebuild it with 'animgraph mm build'")
     if version < 1:
-        raise _Bad(f"database version {version} is not a valid version (1 to {VERSION})")
+        raise _Bad(f"database version {version} is not a valid version (1 to {VERSION}); {REBUILD}")
     try:
         schema = Schema.from_json(_text(e, "schema"), where="entry 'schema'")
     except AnimgraphError as err:
@@ -487,8 +613,8 @@ def _from_entries(cls, e):
     sa, sb = ranges["search_starts"], ranges["search_stops"]
     if np.any(sa < a) or np.any(sb > b) or np.any(sb < sa):
         raise _Bad("search windows must lie inside their ranges")
-    if np.any(arrays["scale"] <= 0):
-        raise _Bad("entry 'scale' must be positive")
+    if version == 1:  # version 1 stored scale / weight (weights were > 0 then)
+        arrays["scale"] = arrays["scale"] * schema.weights()
     dtypes = dict(pos=np.float32, rot=np.float32, scl=np.float32, motion=np.float32, contacts=np.float32,
                   features=np.float32, offset=np.float64, scale=np.float64)
     arrays = {k: np.ascontiguousarray(v, dtype=dtypes[k]) for k, v in arrays.items()}

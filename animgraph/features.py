@@ -41,6 +41,7 @@ from .fileio import atomic_write_text
 
 FPS = 60  # frames per second of every database, and the unit of ``offsets``
 MAX_OFFSET = 600  # frames (10 s): the furthest an extrapolated trajectory point may lie
+WEIGHT_MAX = 1e3  # a group's largest weight: normalised features (about weight x a few) stay far inside float32
 EXTRAPOLATE_SECONDS = 0.25  # the window (s) at a range's end whose mean motion the extrapolation continues
 KINDS = ("position", "velocity", "trajectory_position", "trajectory_direction")
 JOINT_KINDS = ("position", "velocity")
@@ -57,7 +58,9 @@ class Group(BaseModel):
         default_factory=list, description="position/velocity: joint names (canonical, file names or aliases)")
     offsets: list[Annotated[int, Field(ge=1, le=MAX_OFFSET)]] = Field(
         default_factory=list, description=f"trajectory kinds: frames ahead at {FPS} fps (1..{MAX_OFFSET})")
-    weight: float = Field(1.0, gt=0, allow_inf_nan=False, description="the group's weight in the search distance")
+    weight: float = Field(1.0, ge=0, le=WEIGHT_MAX, allow_inf_nan=False,
+                          description=f"the group's weight in the search distance, [0, {WEIGHT_MAX:g}]; 0 leaves "
+                          "the group out (at least one group weighs more than 0)")
 
     @model_validator(mode="after")
     def _fits_kind(self):
@@ -95,6 +98,8 @@ class Schema(BaseModel):
             if g.name in seen:
                 raise ValueError(f"two groups are named {g.name!r}")
             seen.add(g.name)
+        if not any(g.weight > 0 for g in self.groups):
+            raise ValueError("every group weighs 0: at least one group needs a weight > 0 to search by")
         return self
 
     @classmethod
@@ -135,6 +140,8 @@ class Schema(BaseModel):
             return cls.model_validate(json.loads(text))
         except json.JSONDecodeError as e:
             raise AnimgraphError(f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        except RecursionError:
+            raise AnimgraphError(f"{where}: JSON nested too deeply to be a feature schema") from None
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])
@@ -176,6 +183,10 @@ class Schema(BaseModel):
             else:
                 labels += [f"{g.name}.{k}.{a}" for k in g.offsets for a in "xz"]
         return labels
+
+    def weights(self):
+        """(D,) float64: each feature column's group weight."""
+        return np.concatenate([np.full(g.dim, float(g.weight)) for g in self.groups])
 
     def max_offset(self):
         """The furthest trajectory offset in frames (0 without trajectory groups)."""
@@ -293,13 +304,12 @@ def range_features(schema, joints, local_pos, root_pos, yaw, dt=1.0 / FPS):
 
 
 def normalisation(schema, raw):
-    """(offset (D,), scale (D,)) float64: per group the column means, and the group's std averaged over its
-    columns divided by its weight (1 / weight where that std is 0), so ``(raw - offset) / scale`` has group std =
-    weight."""
+    """(offset (D,), scale (D,)) float64: per group the column means, and the group's std averaged over its columns
+    (1 where that std is 0 or not finite), so ``(raw - offset) / scale * schema.weights()`` has group std = weight."""
     raw = np.asarray(raw, np.float64)
     offset = raw.mean(axis=0) if len(raw) else np.zeros(schema.dim)
     scale = np.ones(schema.dim)
-    for g, sl in zip(schema.groups, schema.slices().values()):
+    for sl in schema.slices().values():
         std = float(raw[:, sl].std(axis=0).mean()) if len(raw) else 0.0
-        scale[sl] = (std if std > 1e-9 and math.isfinite(std) else 1.0) / g.weight
+        scale[sl] = std if std > 1e-9 and math.isfinite(std) else 1.0
     return offset, scale

@@ -464,6 +464,9 @@ _TELLING = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"
             "too_short", "too_long"}
 
 
+_RANGE = {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+
+
 def _union_member(part):
     """Whether a pydantic error location part names a member of a union (``bool``, ``list[...]``, ...)."""
     return isinstance(part, str) and (part in ("bool", "int", "float", "str", "none") or "[" in part
@@ -496,9 +499,13 @@ def _graph_error(err, data, file):
         if kind == "value_error" and port is None and named and isinstance(raw, dict) and named[1] in raw:
             port, msg = named[1], named[2]  # a node-level check that names its field
     elif loc[:1] == ("assets",) and len(loc) >= 2:
-        msg = f"asset {loc[1]!r}: {msg}"
+        field = [str(r) for r in loc[2:] if r != "spec"]
+        msg = f"asset {loc[1]!r}{' field ' + repr('.'.join(field)) if field else ''}: {msg}"
     elif loc:
         msg = f"{'.'.join(str(r) for r in loc)}: {msg}"
+    value = e.get("input")
+    if kind in _RANGE and isinstance(value, (int, float)) and not isinstance(value, bool):
+        msg += f", got {value!r}"  # the value out of range, as the file holds it
     if kind == "extra_forbidden":
         msg = f"unknown key {str(loc[-1])!r}"
         port = str(loc[-1]) if node else None

@@ -369,20 +369,37 @@ class Instance:
                      dict(self.nodes))
 
     def load_state(self, state):
-        """Restore a ``save_state`` snapshot of this plan in place (output views stay valid): steps repeat exactly."""
+        """Restore a ``save_state`` snapshot of this plan in place (output views stay valid): steps repeat exactly.
+
+        Refused with a GraphError, changing nothing, unless every buffer is an array of the
+        saved dtype and shape, finite, with unit rotations (norm within 1e-3) in the pose slots.
+        """
+        file = self.plan.file
         if not isinstance(state, State):
-            raise GraphError(f"load_state takes what save_state returned, got {type(state).__name__}",
-                             file=self.plan.file)
+            raise GraphError(f"load_state takes what save_state returned, got {type(state).__name__}", file=file)
         if state.plan is not self.plan:
             raise GraphError("load_state: the state was saved from another plan (compile again means a new state)",
-                             file=self.plan.file)
-        pairs = ((self.chars, state.chars), (self.vecs, state.vecs), (self.rots, state.rots), (self.par, state.par))
-        for mine, saved in pairs:
-            if mine.shape != saved.shape:
-                raise GraphError(f"load_state: a state of layout {saved.shape} does not fit {mine.shape}",
-                                 file=self.plan.file)
-        for mine, saved in pairs:  # checked first: a refused state changes nothing
-            np.copyto(mine, saved)
+                             file=file)
+        pairs = (("chars", self.chars), ("vecs", self.vecs), ("rots", self.rots), ("par", self.par))
+        for name, mine in pairs:  # all checked first: a refused state changes nothing
+            saved = getattr(state, name)
+            if not isinstance(saved, np.ndarray):
+                raise GraphError(f"load_state: state.{name} must be a numpy array, got {type(saved).__name__}",
+                                 file=file)
+            if saved.dtype != mine.dtype or saved.shape != mine.shape:
+                raise GraphError(f"load_state: state.{name} must be {mine.dtype} of shape {mine.shape} as saved, "
+                                 f"got {saved.dtype} {saved.shape}", file=file)
+            if not np.all(np.isfinite(saved)):
+                raise GraphError(f"load_state: state.{name} holds NaN or infinite values", file=file)
+        norm = np.sqrt(np.einsum("...i,...i->...", state.rots.astype(np.float64), state.rots.astype(np.float64)))
+        if not np.all(np.abs(norm - 1.0) <= 1e-3):
+            worst = float(norm.flat[int(np.argmax(np.abs(norm - 1.0)))])
+            raise GraphError(f"load_state: state.rots holds a rotation of norm {worst:.6g}, not a unit quaternion",
+                             file=file)
+        if not isinstance(state.nodes, dict) or set(state.nodes) != set(self.nodes):
+            raise GraphError("load_state: state.nodes must be the saved dict of node models by id", file=file)
+        for name, mine in pairs:
+            np.copyto(mine, getattr(state, name))
         self.nodes = dict(state.nodes)
 
     def reset(self, time=0.0, characters=None):

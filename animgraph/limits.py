@@ -12,7 +12,8 @@ the JSON Schema (``animgraph schema``) states its bounds.
 - axes: components ``|c| <= AXIS_MAX`` (normalized by the node);
 - signal values and rates (graph inputs, constants, their min/max): ``|v| <= SIGNAL_MAX``;
 - joint indices and frame numbers: ``0 <= i <= INDEX_MAX``;
-- a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame).
+- a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame);
+- characters per plan: ``1 <= batch <= MAX_BATCH``.
 
 ``signal_value``/``normalize_value`` check a signal field's value (input defaults, constants)
 and give it as the float64 values of the signal or as its JSON form (a trajectory's: its 12
@@ -33,6 +34,7 @@ AXIS_MAX = 1e6
 SIGNAL_MAX = 1e9
 INDEX_MAX = 1_000_000
 DT_MAX = 1e3
+MAX_BATCH = 1 << 20  # characters per plan
 
 
 def seconds_field(default, description, **kw):

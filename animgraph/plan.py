@@ -37,11 +37,9 @@ from .errors import AnimgraphError, GraphError
 from .executor import HEADER_WIDTH, OP_STATE, OP_WIDTH, kinds
 from .graph import BUNDLED_PREFIX, AssetSpec, DatabaseSpec, Graph
 from .instance import Instance
-from .limits import signal_value
+from .limits import MAX_BATCH, signal_value  # noqa: F401 (MAX_BATCH: plan.MAX_BATCH for callers)
 from .node import REGISTRY, SIGNAL_SIZE, BuildContext, ClipRange
 from .pose import Clip, Skeleton
-
-MAX_BATCH = 1 << 20  # characters per plan
 
 
 class PlanContext(BuildContext):
@@ -153,11 +151,17 @@ def _call(node, method, ctx, file, *args):
     except GraphError as e:
         raise GraphError(e.message, e.node or node.id, e.port, e.file or file) from None
     except (ValueError, KeyError, IndexError) as e:
-        raise GraphError(f"{method}: {e}", node.id, None, file) from None
+        raise GraphError(f"{method}: {e}", node.id, _field_named(node, str(e)), file) from None
     out = np.ascontiguousarray(out, dtype=np.float64).reshape(-1)
     if not np.all(np.isfinite(out)):
-        raise GraphError(f"{method}() gave a non-finite value", node.id, None, file)
+        raise GraphError(f"{method}() gave a non-finite value", node.id, None, file)  # which field: not known
     return out
+
+
+def _field_named(node, text):
+    """The node's field a message starts with ('index 3 out of range' -> 'index'), else None."""
+    first = text.strip("'\" ").split(" ", 1)[0].rstrip(":")
+    return first if first in type(node).model_fields and first not in ("id", "type") else None
 
 
 # ---------------------------------------------------------------- assets

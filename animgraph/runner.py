@@ -26,6 +26,7 @@ import numpy as np
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
 from .fileio import atomic_write, check_space, check_writable, format_size
+from .limits import SIGNAL_MAX
 from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
@@ -68,16 +69,24 @@ def parse_input(text):
 
 
 def check_input_kinds(plan, values):
-    """Refuse an int input that is not a whole number an int32 holds, or a bool input that is not true/false/0/1
-    (no silent rounding or overflow)."""
+    """Refuse an int input that is not a whole number an int32 holds, a bool input that is not true/false/0/1
+    (no silent rounding or overflow), or a number not finite or past the limit of signal values; before anything
+    runs or compiles."""
     for name, value in values.items():
         kind = plan.inputs.get(name, (None, None))[1]
+        numbers = value if isinstance(value, list) else [value]
+        text = ",".join(f"{v:g}" for v in numbers)
+        if kind is not None and not all(math.isfinite(v) for v in numbers):
+            raise GraphError(f"--input {name}={text}: a value is not finite", name, "value", plan.file)
         if kind == "int" and isinstance(value, float) and not (value.is_integer() and abs(value) < 2 ** 31):
             raise GraphError(f"--input {name}={value:g}: an int input takes a whole number of at most 9 digits",
                              name, "value", plan.file)
         if kind == "bool" and isinstance(value, float) and value not in (0.0, 1.0):
             raise GraphError(f"--input {name}={value:g}: a bool input takes true, false, 1 or 0", name, "value",
                              plan.file)
+        if kind is not None and not all(abs(v) <= SIGNAL_MAX for v in numbers):
+            raise GraphError(f"--input {name}={text}: outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}] (the limit of signal "
+                             "values)", name, "value", plan.file)
 
 
 def available_memory():

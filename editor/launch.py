@@ -35,8 +35,7 @@ def screenshot_window(editor, path, frames, timeout=900.0):
         if editor.problems:
             raise AnimgraphError(editor.problems[0].text)
     editor.view.playing = False
-    for _ in range(frames):
-        editor.player.step()
+    editor.player.seek(frames)  # ticks while waiting may have played on: the picture shows frame ``frames``
     for _ in range(3):
         editor.tick()
         dpg.render_dearpygui_frame()

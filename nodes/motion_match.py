@@ -62,7 +62,7 @@ IN, OUT = port_indices("MotionMatchIn", INPUTS), port_indices("MotionMatchOut", 
 # Search settings; where the database sits in the frame array (start, frames), its feature width and
 # box counts; the trajectory's feature columns with the normalisation; then 4 range tables (ranges each).
 PAR = fields("MotionMatchPar", interval=1, margin=1, transition_cost=1, sharp=1, near=1, hold=1, halflife=1,
-             frame_dt=1, start=1, frames=1, dims=1, small=1, large=1, columns=QUERY, offset=QUERY, scale=QUERY,
+             frame_dt=1, start=1, frames=1, dims=1, small=1, large=1, columns=QUERY, offset=QUERY, gain=QUERY,
              ranges=1)
 RANGE_STARTS, RANGE_STOPS, SEARCH_STARTS, SEARCH_STOPS = range(4)
 # frame: the playing frame in the graph's frame array (fractional); timer: s since the last search;
@@ -118,9 +118,11 @@ FEATURES, ROOT_MOTION, CONTACTS, SMALL_MIN, SMALL_MAX, LARGE_MIN, LARGE_MAX = db
 
 
 def trajectory_columns(db):
-    """(columns, offset, scale) (12,) of the trajectory signal's values among the database's features."""
+    """(columns, offset, gain) (12,) of the trajectory signal's values among the database's features: a value v
+    is the feature (v - offset) * gain (gain = group weight / scale)."""
     columns = np.full(QUERY, -1.0)
-    offset, scale = np.zeros(QUERY), np.ones(QUERY)
+    offset, gain = np.zeros(QUERY), np.ones(QUERY)
+    weights = db.schema.weights()
     slices = db.schema.slices()
     for g in db.schema.groups:
         if g.kind not in ("trajectory_position", "trajectory_direction"):
@@ -130,8 +132,8 @@ def trajectory_columns(db):
         at = 0 if g.kind == "trajectory_position" else 6
         cols = np.arange(slices[g.name].start, slices[g.name].stop)
         columns[at:at + 6] = cols
-        offset[at:at + 6], scale[at:at + 6] = db.offset[cols], db.scale[cols]
-    return columns, offset, scale
+        offset[at:at + 6], gain[at:at + 6] = db.offset[cols], weights[cols] / db.scale[cols]
+    return columns, offset, gain
 
 
 MIRRORED = " (mirrored)"  # the suffix of a mirrored range's name (``animgraph.database``)
@@ -259,7 +261,7 @@ def make_query(db, par, sig, at, frame, query, traj):
     for c in range(query.shape[0]):
         query[c] = features[frame, c]
     for k in range(QUERY):
-        traj[k] = (sig[at + k] - par[PAR.offset + k]) / par[PAR.scale + k]
+        traj[k] = (sig[at + k] - par[PAR.offset + k]) * par[PAR.gain + k]
         col = int(par[PAR.columns + k])
         if col >= 0:
             query[col] = np.float32(traj[k])
@@ -381,7 +383,7 @@ class MotionMatch(Node):
     def params(self, ctx):
         rng, db = self._db(ctx)
         try:
-            columns, offset, scale = trajectory_columns(db)
+            columns, offset, gain = trajectory_columns(db)
         except ValueError as e:
             raise GraphError(f"asset {self.database!r}: {e}", self.id, "database") from None
         dims = db.features.shape[1]
@@ -392,7 +394,7 @@ class MotionMatch(Node):
         head = PAR.pack(interval=self.interval, margin=self.margin, transition_cost=self.transition_cost,
                         sharp=self.sharp, near=round(self.near / db.dt), hold=self.hold, halflife=self.halflife,
                         frame_dt=db.dt, start=rng.start, frames=len(db.features), dims=dims, small=len(boxes[0]),
-                        large=len(boxes[2]), columns=columns, offset=offset, scale=scale, ranges=len(db.range_starts))
+                        large=len(boxes[2]), columns=columns, offset=offset, gain=gain, ranges=len(db.range_starts))
         tables = [db.range_starts, db.range_stops, *self._searched(db)]
         return np.concatenate([head] + [np.asarray(t, np.float64) for t in tables])
 

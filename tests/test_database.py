@@ -40,7 +40,7 @@ def walker(frames=240, speed=SPEED, spin=0.0):
 
 def raw(db):
     """The database's features before normalisation (float64)."""
-    return db.features.astype(np.float64) * db.scale + db.offset
+    return db.features.astype(np.float64) / db.schema.weights() * db.scale + db.offset
 
 
 def group(db, name, r=0):
@@ -154,7 +154,9 @@ def test_unknown_joint_names_the_schema_file_group_and_joint(tmp_path):
     {"groups": []},
     {"groups": [{"name": "t", "kind": "trajectory_position", "offsets": [20, 601]}]},  # past 10 s
     {"groups": [{"name": "t", "kind": "trajectory_position", "joints": ["hips"]}]},
-    {"groups": [{"name": "t", "kind": "position", "joints": ["hips"], "weight": 0}]},
+    {"groups": [{"name": "t", "kind": "position", "joints": ["hips"], "weight": 0}]},  # nothing to search by
+    {"groups": [{"name": "t", "kind": "position", "joints": ["hips"], "weight": 1001}]},
+    {"groups": [{"name": "t", "kind": "position", "joints": ["hips"], "weight": -1}]},
     {"groups": [{"name": "t", "kind": "position", "joints": ["hips"]}], "extra": 1},
 ])
 def test_bad_schema_is_one_line_naming_the_file(tmp_path, bad):
@@ -168,7 +170,7 @@ def test_bad_schema_is_one_line_naming_the_file(tmp_path, bad):
 def test_clips_of_other_skeletons_are_refused():
     _, skel, clip = walker()
     other = ag.Skeleton(["hips", "chest", "left_toe", "toe_r"], skel.parents, skel.offsets)
-    with pytest.raises(AnimgraphError, match="clip 'odd'"):
+    with pytest.raises(AnimgraphError, match="^odd: its skeleton"):
         build([walker(), ("odd", other, ag.Clip(other, clip.pos, clip.rot, dt=clip.dt))])
     with pytest.raises(AnimgraphError, match="at least one clip"):
         build([])
@@ -204,9 +206,9 @@ def _one_line_error(path):
 
 
 def test_newer_version_names_both(saved, tmp_path):
-    path = _rewrite(saved, tmp_path / "v2.npz", lambda e: e.update(version=np.array(2)))
+    path = _rewrite(saved, tmp_path / "v3.npz", lambda e: e.update(version=np.array(database.VERSION + 1)))
     text = _one_line_error(path)
-    assert "version 2" in text and "version 1" in text
+    assert f"version {database.VERSION + 1}" in text and f"version {database.VERSION})" in text
 
 
 def test_edited_skeleton_fails_its_hash(saved, tmp_path):

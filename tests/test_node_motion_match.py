@@ -78,9 +78,12 @@ def test_the_first_search_is_the_brute_force_choice(db, speed, turn):
     matcher = MotionMatcher(db, margin=0.0)
     wish = arc_trajectory(speed, turn)
     matcher.update(wish, DT)
-    columns, offset, scale = trajectory_columns(db)
+    columns, offset, gain = trajectory_columns(db)
     query = db.features[rest_frame(db, db.search_starts, db.search_stops)].astype(np.float64)
-    query[columns.astype(int)] = ((wish - offset) / scale).astype(np.float32)
+    query[columns.astype(int)] = db.normalise(np.zeros(db.features.shape[1]) + 0)[columns.astype(int)]  # shape only
+    query[columns.astype(int)] = ((wish - db.offset[columns.astype(int)]) / db.scale[columns.astype(int)]
+                                  * db.schema.weights()[columns.astype(int)]).astype(np.float32)
+    assert np.allclose((wish - offset) * gain, query[columns.astype(int)], rtol=1e-6, atol=1e-6)
     assert int(matcher.frame) == _brute_force(db, query)
 
 
@@ -170,9 +173,23 @@ def _short_database(tmp_path, frames):
 
 
 def test_a_database_too_short_to_search_names_the_node_and_field(tmp_path):
-    with pytest.raises(ag.GraphError, match="no frame to search: its clips are too short") as err:
-        ag.compile(_short_database(tmp_path, 2))
-    assert "'mm'" in str(err.value) and "database" in str(err.value)
+    """A clip of 1 frame at 60 fps: the build refuses it; a file holding such a range (written past the build's
+    check) is refused where a graph reads it, naming the node, its field and the file."""
+    from animgraph import database
+
+    skel, walk = ag.data.load("walk")
+    short = ag.Clip(skel, walk.pos[:2], walk.rot[:2], dt=1 / 120)
+    with pytest.raises(ag.AnimgraphError, match="^short: 1 frame at 60 fps .*too short to search"):
+        database.build([("short", skel, short)])
+    schema = database.Schema.default()
+    raw = database._assemble(skel, schema, [database._prepare("short", "short", skel, short, schema,
+                                                              schema.joint_indices(skel))])
+    raw.save(tmp_path / "short.npz")
+    g = graph()
+    g.assets["db"] = ag.graph.DatabaseSpec(database=str(tmp_path / "short.npz"))
+    with pytest.raises(ag.GraphError, match="range 'short' has 1 frame at 60 fps: too short to search") as err:
+        ag.compile(g)
+    assert err.value.node == "mm" and err.value.port == "database" and "short.npz" in str(err.value)
 
 
 @pytest.mark.parametrize("frames", [3, 12])
