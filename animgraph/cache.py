@@ -147,8 +147,8 @@ def _vectorize_strided_loops():
     A loop over joints reading ``rot[4 * j + c]`` from several flat arrays (``views.flat``)
     needs one check per strided access; above 16 LLVM leaves it scalar.  The checks run once
     per loop, before it.  A 65-joint blend measured 1.64 us scalar, 0.62 us packed.  The option
-    is process-wide and read when a function compiles: it changes which loops pack, so speed, and
-    results only by rounding where a kernel lets LLVM fuse multiply-adds (``lanes.CONTRACT``).
+    is process-wide and read when a function compiles: it changes which loops pack, so speed, never
+    results (no kernel has fastmath flags, so packed and scalar loops round alike; see ``lanes``).
     """
     import llvmlite.binding as llvm
 

@@ -26,8 +26,10 @@ CHANNELS = 19
 JOINT = CHANNELS * LANES  # floats per joint in a tile
 TWO = np.float32(2.0)  # float32 so that 2 * x stays float32
 
-# Lets LLVM fuse a * b + c into one FMA; results move by float32 rounding only.
-CONTRACT = {"contract"}
+# No kernel is compiled with fastmath flags (``contract`` fused a * b + c): with them, which products
+# LLVM fuses depends on the code around a kernel once inlined (the partial or whole executor, aliasing
+# proved or not), so the same graph rounded differently in a process that compiled it and one that
+# loaded it from the cache (``tests/test_determinism.py``).  Without them every compile rounds alike.
 
 
 # ---------------------------------------------------------------- packing
@@ -190,7 +192,7 @@ def copy_joint(src, src_joint, dst, dst_joint):
         dst[d + i] = src[s + i]
 
 
-@njit(cache=True, fastmath=CONTRACT)
+@njit(cache=True)
 def fk_tile(local, parents, out, parent=None):
     """Global pose tile ``out`` from local pose tile ``local`` (joints ordered parents first).
 

@@ -18,7 +18,7 @@ the end joint only, into scratch (never read and written in the same lane loop).
 import numpy as np
 from numba import njit
 
-from animgraph.lanes import ANG, CONTRACT, JOINT, LANES, ROT, copy_joint, kmul_joint, load_lane, qmul, qrot, \
+from animgraph.lanes import ANG, JOINT, LANES, ROT, copy_joint, kmul_joint, load_lane, qmul, qrot, \
     store_lane3, store_lane4, vadd, vcross, vscale
 from animgraph.lanes import fk_tile
 from animgraph.lanes_ops import HALF, KEY, ONE, TWO, ZERO, blend_tile, qconj, qdot, qscale, sample_linear_tile, vsub
@@ -239,7 +239,7 @@ def path_globals(local, path, first, last, glob, parent):
 
 
 # error_model numpy: a float divide by zero gives inf (then selected away), not a check and a branch.
-@njit(cache=True, fastmath=CONTRACT, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def two_bone_ik_tile(local, path, ia, ib, ic, hinge, tpos, tvel, out, glob, parent, solved):
     """``ops.two_bone_ik`` (weight 1) of every lane of ``local`` into ``out`` (a separate buffer, or ``local``).
 

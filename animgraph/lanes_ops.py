@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-from animgraph.lanes import ANG, CONTRACT, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
+from animgraph.lanes import ANG, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
     store_lane3, store_lane4, vadd, vscale
 from animgraph.kernels import basis, keys, segment
 from animgraph.maths import poly12
@@ -357,7 +357,7 @@ def linear_joint(keys, sv, unit, out, at):
                 out[at + (SVL + c) * LANES + lane] = dls * sv[LANES + lane]
 
 
-@njit(cache=True, fastmath=CONTRACT)
+@njit(cache=True)
 def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows=None, sv=None, keys=None):
     """Linear sample (as ``ops.sample(clip, t, 'linear', loop, rate)``) of lane ``l`` at ``times[l]`` into ``out``.
 
@@ -383,7 +383,7 @@ def sample_linear_tile(table, frames, key_dt, loop, unit, times, rate, out, rows
     alive(own_rows), alive(own_sv), alive(own_keys)
 
 
-@njit(cache=True, fastmath=CONTRACT)
+@njit(cache=True)
 def sample_clip_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates, out):
     """Linear sample of clip frames ``start..start+frames-1`` of the graph's database, lane ``l`` at ``times[l]``
     (s) with playback rate ``rates[l]`` (velocities scaled by it), into tile pose ``out``.
@@ -462,7 +462,7 @@ def cubic_joint(keys, sv, out, at):
         store_lane3(out, at + ANG * LANES + lane, vscale(ang, v))
 
 
-@njit(cache=True, fastmath=CONTRACT)
+@njit(cache=True)
 def sample_clip_cubic_tile(cpos, ktab, unit, start, frames, key_dt, loop, times, rates, out):
     """``sample_clip_tile`` in cubic mode (``ops.sample(..., 'cubic')``): Catmull-Rom positions and log scales,
     rotations on the chart at key k with the key table's tangents, exact velocities."""
@@ -526,7 +526,7 @@ def unit_scales(a, b, at):
     return n == 0
 
 
-@njit(cache=True, fastmath=CONTRACT)
+@njit(cache=True)
 def blend_tile(a, b, coef, alpha, alpha_vel, out):
     """``ops.blend(a, b, alpha, alpha_vel)`` for every lane of tiles ``a`` and ``b`` into ``out`` (a third buffer).
 

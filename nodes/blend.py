@@ -22,7 +22,7 @@ from numba import njit
 from pydantic import Field
 
 from animgraph.kernels import row3, row3_64, row4_64, set_row3, set_row4, weight_input
-from animgraph.lanes import CONTRACT, LANES, tile_slot
+from animgraph.lanes import LANES, tile_slot
 from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_tile as blend_lanes, fill_coefficients, near_weights, \
     poly9, shortest, slerp_sum, vadd, vlerp, vscale, vsub
 from animgraph.maths import blend_kform, load3, load_kform, store3, store_kform
@@ -48,7 +48,7 @@ MOTION_OUTPUTS = (Port("value", "motion", "", "blended root motion"),)
 PAR = fields("BlendPar", alpha=1, motion_size=1)
 
 
-@njit(cache=True, error_model="numpy", fastmath=CONTRACT)  # FMA: the near path is 23% faster
+@njit(cache=True, error_model="numpy")
 def blend_kernel(a, b, alpha, alpha_vel, out):
     """Blend pose tuples ``a`` and ``b`` (C-contiguous) row by row into ``out`` (which may alias either).
 

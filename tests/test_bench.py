@@ -64,3 +64,15 @@ def test_humanoid65_is_a_humanoid():
     for leg in LEGS:
         hip, knee, foot = (skel.index(j) for j in leg)
         assert skel.parents[knee] == hip and skel.parents[foot] == knee
+
+
+def test_chain_entry_names_are_distinct_on_one_cpu(monkeypatch):
+    """With one thread available the all-threads entry is still ``chain65/1000/all-threads`` (it once took ``chain65/1000``)."""
+    import numba
+
+    from animgraph import bench
+
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    names = [r["name"] for r in bench.bench_chain(True)]
+    assert len(names) == len(set(names))
+    assert {"chain65/1000", "chain65/1000/all-threads", "chain65/1000/per-character"} <= set(names)
