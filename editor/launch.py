@@ -27,7 +27,7 @@ def screenshot_window(editor, path, frames, timeout=900.0):
         print(f"animgraph: {COMPILE_NOTE}", file=sys.stderr, flush=True)
     deadline = time.monotonic() + timeout
     while editor.kernels != "ready" or editor.player is None:
-        if time.monotonic() > deadline or editor.kernels not in ("ready", "compiling", "checking"):
+        if time.monotonic() > deadline or editor.kernels not in ("ready", "compiling", "loading", "checking"):
             raise AnimgraphError(f"no preview to screenshot: {editor.kernels if editor.kernels != 'ready' else ''}"
                                  f"{editor.problems[0].text if editor.problems else ''}")
         editor.tick()
