@@ -450,6 +450,12 @@ def compiled(entry="run_serial", used=None):
     return _compiled(_key(source(names, cover), cover), entry)
 
 
+def full_key():
+    """The cache key of the whole registry's executor (what the editor's warm-up marker is named after)."""
+    names = kinds()
+    return _key(source(names), names)
+
+
 def covers(module, used):
     """Whether executor ``module`` has a branch for every node type in ``used``."""
     return set(used) <= set(module.COVERS)

@@ -5,15 +5,19 @@ One ``Editor`` holds the ``Document`` (every edit goes through it), the ``GraphV
 re-validates and re-plans when the document's revision changed (tables only: planning
 never compiles), steps the preview, redraws, and writes an autosave once a minute.
 
-The first-run compile happens in a child process (``warmup``): numba holds the GIL
-while compiling, so a thread would freeze the window.  Until the child is done the
-preview says "compiling kernels (first run only)" and the node editor stays usable.
+The window's process never compiles.  A first run compiles in a child process
+(``warmup``; numba holds the GIL while compiling, so a thread would freeze the window):
+until it is done the preview says "compiling kernels (first run only)", the node editor
+stays usable and edits are checked without planning (planning reads clips and builds
+tables with compiled code).  Then, and on every later start, the cached code is loaded in
+a thread while the window keeps drawing, and the preview plays.
 """
 
 from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -23,7 +27,7 @@ import dearpygui.dearpygui as dpg
 from animgraph.errors import AnimgraphError
 
 from . import files, warmup
-from .document import Document
+from .document import Document, ReadOnlyError
 from .graphview import GraphView
 from .viewport import Viewport
 
@@ -41,16 +45,20 @@ class Editor:
 
     def __init__(self, doc, error=None):
         self.doc = doc
+        doc.read_assets = False  # until start_kernels knows reading a clip compiles nothing
         self.player = None
         self.plan = None
         self.skeleton = None
         self.problems = []
         self.seen = None  # the document revision last validated
-        self.kernels = "checking"  # "checking", "compiling", "ready", or an error line
+        self.kernels = "checking"  # "checking", "compiling", "loading", "ready", or an error line
+        self.assets_ready = False  # whether reading a clip here compiles nothing (the child said so)
         self.warm = None
+        self.said = []  # the warm-up child's lines
         self.last_autosave = time.monotonic()
         self.last_tick = time.monotonic()
         self.closing = False
+        self.discarded = False  # the user discarded the unsaved changes: no autosave at shutdown
         self.graph_view = GraphView(self)
         self.view = Viewport(self)
         self.first_error = error
@@ -93,11 +101,11 @@ class Editor:
         with dpg.menu_bar():
             with dpg.menu(label="File"):
                 dpg.add_menu_item(label="New", shortcut="Ctrl+N", callback=lambda: self.guard(self.new))
-                dpg.add_menu_item(label="Open...", shortcut="Ctrl+O", callback=lambda: dpg.show_item("open_dialog"))
+                dpg.add_menu_item(label="Open...", shortcut="Ctrl+O", callback=self.open_dialog)
                 with dpg.menu(label="Open Recent", tag="recent_menu"):
                     pass
                 dpg.add_menu_item(label="Save", shortcut="Ctrl+S", callback=self.save)
-                dpg.add_menu_item(label="Save As...", callback=lambda: dpg.show_item("save_dialog"))
+                dpg.add_menu_item(label="Save As...", shortcut="Ctrl+Shift+S", callback=self.save_as)
                 dpg.add_separator()
                 dpg.add_menu_item(label="Quit", callback=self.request_close)
             with dpg.menu(label="Edit"):
@@ -120,9 +128,9 @@ class Editor:
         with dpg.window(label="Unsaved changes", modal=True, show=False, tag="ask_save", no_close=True, width=420):
             dpg.add_text("", tag="ask_save_text", wrap=400)
             with dpg.group(horizontal=True):
-                dpg.add_button(label="Save", width=90, callback=lambda: self._answer("save"))
-                dpg.add_button(label="Discard", width=90, callback=lambda: self._answer("discard"))
-                dpg.add_button(label="Cancel", width=90, callback=lambda: self._answer("cancel"))
+                for what in ("save", "discard", "cancel"):
+                    dpg.add_button(label=what.title(), width=90, tag=f"ask_save_{what}", user_data=what,
+                                   callback=lambda s, a, u: self._answer(u))
         with dpg.window(label="Autosave found", modal=True, show=False, tag="ask_restore", no_close=True, width=460):
             dpg.add_text("", tag="ask_restore_text", wrap=440)
             with dpg.group(horizontal=True):
@@ -164,7 +172,8 @@ class Editor:
         self._update_title()
 
     def set_document(self, doc, offer=True):
-        self.doc, self.seen = doc, None
+        self.doc, self.seen, self.discarded = doc, None, False
+        doc.read_assets = self.assets_ready
         self.graph_view.selected = None
         self.graph_view.structure = None
         self.view.framed = False
@@ -196,6 +205,10 @@ class Editor:
             return False
         try:
             self.doc.save(path)
+        except ReadOnlyError as e:
+            self.status(str(e), error=True)  # and Save As is offered
+            self.save_as()
+            return False
         except (AnimgraphError, OSError) as e:
             self.show_error(f"not saved: {e}")
             return False
@@ -204,6 +217,14 @@ class Editor:
         self._update_title()
         self.status(f"saved {self.doc.path}")
         return True
+
+    def save_as(self):
+        """Ask where to save (the Save As dialog)."""
+        dpg.show_item("save_dialog")
+
+    def open_dialog(self):
+        """Ask which graph to open (the Open dialog)."""
+        dpg.show_item("open_dialog")
 
     def _on_open(self, sender, data):
         self.guard(lambda: self.open(data["file_path_name"]))
@@ -259,6 +280,7 @@ class Editor:
             return  # a Save As dialog is open, or saving failed
         if what == "discard":
             files.discard_autosave(self.doc.path)
+            self.discarded = True  # and no autosave is written again at shutdown
         self._then()
 
     def arrange(self):
@@ -280,33 +302,67 @@ class Editor:
 
     def _on_key(self, sender, key):
         ctrl = dpg.is_key_down(dpg.mvKey_LControl) or dpg.is_key_down(dpg.mvKey_RControl)
-        if ctrl and key == dpg.mvKey_Z:
-            self.undo()
-        elif ctrl and key == dpg.mvKey_Y:
-            self.redo()
-        elif ctrl and key == dpg.mvKey_S:
-            self.save()
+        shift = dpg.is_key_down(dpg.mvKey_LShift) or dpg.is_key_down(dpg.mvKey_RShift)
+        self.shortcut(key, ctrl, shift)
+
+    def shortcut(self, key, ctrl=False, shift=False):
+        """What a key pressed with Ctrl and Shift held (or not) does: the menus' shortcuts, Del."""
+        actions = {(dpg.mvKey_Z, False): self.undo, (dpg.mvKey_Y, False): self.redo,
+                   (dpg.mvKey_N, False): lambda: self.guard(self.new), (dpg.mvKey_O, False): self.open_dialog,
+                   (dpg.mvKey_S, False): self.save, (dpg.mvKey_S, True): self.save_as}
+        if ctrl and (key, shift) in actions:
+            actions[key, shift]()
         elif key == dpg.mvKey_Delete and not dpg.is_item_focused("palette_search"):
             self.graph_view.delete_selected()
 
     # ------------------------------------------------------------ kernels
 
     def start_kernels(self):
-        """Load the compiled executor now if cached; else compile it in a child process."""
+        """Load the cached compiled code (in a thread) if everything is cached; else compile it in a child process.
+
+        The window's process never compiles (numba holds the GIL): until the child says the clip
+        readers are compiled no clip is read here, and until it is done nothing is planned here.
+        """
         if warmup.executor_is_cached():
-            self.kernels = "ready"
+            self.assets_ready = True
+            self._load()
         else:
-            self.kernels = "compiling"
-            self.warm = warmup.start()
+            self.kernels, self.assets_ready = "compiling", False
+            self.warm = warmup.start(*([self.doc.path] if self.doc.path is not None else []))
+            self.said = []
+            self._reader = threading.Thread(target=self._read_child, args=(self.warm, self.said), daemon=True)
+            self._reader.start()
+        self.doc.read_assets = self.assets_ready
+
+    @staticmethod
+    def _read_child(proc, said):
+        """Collect the child's lines (a thread: a blocking read of a pipe releases the GIL)."""
+        for line in proc.stdout:
+            said.append(line.rstrip("\n"))
+
+    def _load(self):
+        """Load the cached code in a thread (a few seconds for the whole executor); the window draws meanwhile."""
+        self.kernels = "loading"
+        self._loader = threading.Thread(target=warmup.load_cached, daemon=True)
+        self._loader.start()
 
     def poll_kernels(self):
-        if self.kernels == "compiling" and self.warm.poll() is not None:
-            out = self.warm.stdout.read().strip() if self.warm.stdout else ""
+        if self.kernels == "loading" and not self._loader.is_alive():
+            self.kernels, self.seen = "ready", None
+        if self.kernels != "compiling":
+            return
+        if not self.assets_ready and warmup.ASSETS_READY in self.said:
+            self.assets_ready = self.doc.read_assets = True
+            self.graph_view.refresh_inspector()  # joint choices now come from the skeleton
+        if self.warm.poll() is not None:
+            self._reader.join(timeout=5)
+            out = [line for line in self.said if line.strip()]
             if self.warm.returncode == 0:
-                self.kernels, self.seen = "ready", None
-                self.status(out.splitlines()[-1] if out else "kernels ready")
+                self.assets_ready = self.doc.read_assets = True
+                self.status(out[-1] if out else "kernels ready")
+                self._load()
             else:
-                self.kernels = f"compiling the kernels failed: {out.splitlines()[-1] if out else self.warm.returncode}"
+                self.kernels = f"compiling the kernels failed: {out[-1] if out else self.warm.returncode}"
                 self.show_error(self.kernels)
 
     # ------------------------------------------------------------ the loop
@@ -316,6 +372,14 @@ class Editor:
         from animgraph import executor
         from .player import Player
 
+        if self.kernels != "ready":  # planning reads clips and builds tables: compiled code, maybe not cached yet
+            self.problems = self.doc.check()
+            self.graph_view.sync(self.problems)
+            if self.problems:
+                self.status(self.problems[0].text, error=True)
+            self.seen = self.doc.revision
+            self._update_state()
+            return
         result = self.doc.validate(reuse_slots=False)
         self.problems = result.problems
         if result.plan is not None:
@@ -338,7 +402,9 @@ class Editor:
     def _update_state(self):
         if self.kernels == "compiling":
             text = COMPILE_NOTE
-        elif self.kernels != "ready" and self.kernels != "checking":
+        elif self.kernels == "loading":
+            text = "loading the compiled kernels..."
+        elif self.kernels not in ("ready", "checking", "loading"):
             text = self.kernels
         elif self.problems:
             text = "preview paused: the graph has a problem (see the red node)"
@@ -419,6 +485,8 @@ class Editor:
         return None
 
     def run(self):
+        self.tick()  # the first frame is drawn before anything compiles (nothing is planned until then)
+        dpg.render_dearpygui_frame()
         self.start_kernels()
         if self.first_error:
             self.show_error(self.first_error)
@@ -431,7 +499,7 @@ class Editor:
     def shutdown(self):
         if self.warm is not None and self.warm.poll() is None:
             self.warm.terminate()
-        if self.doc.dirty:
+        if self.doc.dirty and not self.discarded:
             files.write_autosave(self.doc)
         dpg.destroy_context()
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +32,10 @@ ID_PATTERN = next(m.pattern for m in Node.model_fields["id"].metadata if getattr
 
 class EditError(AnimgraphError):
     """An edit the document refused, with the one-line reason (the status bar shows it)."""
+
+
+class ReadOnlyError(EditError):
+    """A save refused because the target file is read-only (it is never written: save it under another name)."""
 
 
 @dataclass(frozen=True)
@@ -69,18 +75,19 @@ class Document:
         self._text = graph.to_json()
         self._validation = None  # ((revision, kwargs), Validation)
         self._skeletons = {}  # first asset (name, spec, anchor) -> Skeleton or None
+        self.read_assets = True  # False: skeleton() reads no clip (the editor, while the clip readers compile)
 
     # ------------------------------------------------------------ files
 
     @classmethod
     def new(cls):
-        """The walk clip played in a loop into an output: valid and playable."""
+        """The walk clip played in a loop into an output, with root motion (it walks on, no snap back at a loop)."""
         data = {
             "format": "animgraph.graph", "version": VERSION,
             "assets": {"walk": "animgraph:walk"},
-            "nodes": [{"id": "walk", "type": "sample", "clip": "walk", "loop": True, "root_motion": False},
+            "nodes": [{"id": "walk", "type": "sample", "clip": "walk", "loop": True, "root_motion": True},
                       {"id": "out", "type": "output"}],
-            "links": [["walk.pose", "out.pose"]],
+            "links": [["walk.pose", "out.pose"], ["walk.motion", "out.motion"]],
             "editor": {"positions": {"walk": [40, 40], "out": [320, 40]}},
         }
         return cls(Graph.from_dict(data))
@@ -104,8 +111,16 @@ class Document:
         if path is None:
             raise EditError("the document has no file yet: save it under a name")
         try:
+            mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else None
+        except OSError:
+            mode = None
+        if mode is not None and not mode & 0o222:  # the mode bits, not access(): root may write anything
+            raise ReadOnlyError(f"{path} is read-only: not saved (save it under another name)")
+        try:
             text = self.graph.to_json(base_dir=_anchor(path))
             atomic_write_text(path, text)
+            if mode is not None:
+                os.chmod(path, mode)  # the new file keeps the old one's permissions
         except OSError as e:
             raise EditError(f"cannot save {path}: {e.strerror or e}") from None
         self.path = path
@@ -357,9 +372,20 @@ class Document:
         self._validation = (key, result)
         return result
 
+    def check(self):
+        """Problems of the graph's links, ports and schedule only: no clip is read, nothing compiles."""
+        from animgraph.check import check
+
+        try:
+            check(self.graph, self.graph.path, warn=False)
+        except GraphError as e:
+            return [Problem(e.node, e.port, e.message, str(e))]
+        return []
+
     def skeleton(self):
-        """The skeleton of the first asset (the graph's skeleton), or None if there is none or it cannot be read."""
-        if not self.graph.assets:
+        """The skeleton of the first asset (the graph's skeleton), or None if there is none, it cannot be read or
+        ``read_assets`` is off."""
+        if not self.graph.assets or not self.read_assets:
             return None
         name, spec = next(iter(self.graph.assets.items()))
         key = (name, repr(spec), str(_anchor(self.path)), self.graph.version)

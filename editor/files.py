@@ -2,8 +2,9 @@
 
 An autosave of ``dir/name.json`` is ``dir/.name.autosave.json`` when files can be made in
 ``dir``; otherwise (and for the shipped graphs, which count as read-only, and for an
-unsaved document) it lives in the cache directory (``ANIMGRAPH_CACHE``, else
-``$XDG_CACHE_HOME/animgraph`` or ``~/.cache/animgraph``) under ``autosave/``.  The recent
+unsaved document) it lives in the autosave directory: ``ANIMGRAPH_AUTOSAVE``, else
+``autosave/`` in the cache directory (``ANIMGRAPH_CACHE``, else ``$XDG_CACHE_HOME/animgraph``
+or ``~/.cache/animgraph``).  The recent
 list is ``recent.json`` in ``ANIMGRAPH_CONFIG``, else ``$XDG_CONFIG_HOME/animgraph`` or
 ``~/.config/animgraph``.  Every write is atomic.
 """
@@ -28,8 +29,8 @@ UNTITLED = "untitled.json"
 
 
 def cache_dir():
-    """Where autosaves go that cannot sit beside their graph: <cache base>/autosave."""
-    return Path(_preferred_base()) / "autosave"
+    """Where autosaves go that cannot sit beside their graph: $ANIMGRAPH_AUTOSAVE, else <cache base>/autosave."""
+    return Path(os.environ.get("ANIMGRAPH_AUTOSAVE") or Path(_preferred_base()) / "autosave")
 
 
 def config_dir():

@@ -27,18 +27,16 @@ def screenshot_window(editor, path, frames, timeout=900.0):
         print(f"animgraph: {COMPILE_NOTE}", file=sys.stderr, flush=True)
     deadline = time.monotonic() + timeout
     while editor.kernels != "ready" or editor.player is None:
-        if time.monotonic() > deadline or editor.kernels not in ("ready", "compiling", "checking"):
+        if time.monotonic() > deadline or editor.kernels not in ("ready", "compiling", "loading", "checking"):
             raise AnimgraphError(f"no preview to screenshot: {editor.kernels if editor.kernels != 'ready' else ''}"
                                  f"{editor.problems[0].text if editor.problems else ''}")
-        editor.tick()
-        dpg.render_dearpygui_frame()
+        editor.frame()
         if editor.problems:
             raise AnimgraphError(editor.problems[0].text)
     editor.view.playing = False
     editor.player.seek(frames)  # ticks while waiting may have played on: the picture shows frame ``frames``
     for _ in range(3):
-        editor.tick()
-        dpg.render_dearpygui_frame()
+        editor.frame()
     editor.view.update_plot(True)
     dpg.render_dearpygui_frame()
     path = Path(path)

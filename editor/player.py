@@ -19,6 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from animgraph.errors import GraphError
+from animgraph.executor import OP_INS, OP_OUTS, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END
+from animgraph.nodes.sample import PAR as SAMPLE_PAR
+from animgraph.nodes.sample import sample_time
 from animgraph.pops import PopFinder
 
 _WIDTH = {"scalar": 1, "int": 1, "bool": 1, "vec3": 3, "quat": 4}  # value widths of plottable signals
@@ -37,6 +40,7 @@ class _Frame:
     vel: np.ndarray  # (J, 3) world velocities (m/s)
     values: np.ndarray  # one value per channel
     pop: object  # the Pop found on this frame, or None
+    ended: bool  # every ``loop: false`` sample is at or past its clip's end after this frame (False: none)
 
 
 class Player:
@@ -112,6 +116,17 @@ class Player:
         if k is None:
             raise GraphError(f"unknown channel {name!r} (see Player.channels())", file=self.plan.file)
         return np.array([r.values[k] for r in self._rec])
+
+    @property
+    def last(self):
+        """The last recorded frame: the timeline spans ``first`` .. ``last``."""
+        return self.first + len(self._rec) - 1
+
+    @property
+    def finished(self):
+        """Whether every ``loop: false`` sample had played to its clip's end by the current frame (and the frame
+        before): where a looping preview starts again.  Never true for a graph without such a sample."""
+        return self.frame > self.first and self._at(self.frame).ended and self._at(self.frame - 1).ended
 
     def frames_recorded(self):
         """How many frames the recording holds (frames ``first`` .. ``first + n - 1``)."""
@@ -190,6 +205,7 @@ class Player:
         self._root = int(np.flatnonzero(self.parents < 0)[0])
         self._names, self._reads = _channels(plan, self.joints)
         self._index = {name: k for k, name in enumerate(self._names)}
+        self._clamped = _clamped_samples(plan)
 
     def _restart(self, frame):
         """A new instance reset to the time of ``frame``, which becomes the first recorded frame."""
@@ -217,7 +233,7 @@ class Player:
         self._seen = self.frame
         values = np.concatenate([np.linalg.norm(vel, axis=1), self.inst.sig[0, self._reads], [self.finder.worst]])
         state = self.inst.save_state() if (self.frame - self.first) % self.every == 0 else None
-        self._rec.append(_Frame(dict(self.inputs), self.dt, state, pos, vel, values, pop))
+        self._rec.append(_Frame(dict(self.inputs), self.dt, state, pos, vel, values, pop, self._ended()))
         self._touched = False
         if len(self._rec) > self.keep:  # the front must stay a recorded state
             del self._rec[:self.every]
@@ -233,6 +249,20 @@ class Player:
         for g in range(here + 1, i + 1):
             self._advance(self._rec[g].inputs, self._rec[g].dt)
         self.frame, self.inputs, self._seen = frame, dict(self._rec[i].inputs), None
+
+    def _ended(self):
+        """Whether every ``loop: false`` sample is at or past the end it plays towards (False if there is none)."""
+        if not self._clamped:
+            return False
+        sig, st = self.inst.sig[0], self.inst.st[0]
+        for ins, par_at, state_at in self._clamped:
+            par = self.inst.par[par_at]
+            # The sampler's own rule for its time and rate (plain Python: nothing compiles here).
+            t, rate = sample_time.py_func(ins, par, st[state_at], sig)
+            end = (par[SAMPLE_PAR.frames] - 1) * par[SAMPLE_PAR.key_dt]
+            if not (t >= end - 1e-9 if rate >= 0.0 else t <= 1e-9):
+                return False
+        return True
 
     def _advance(self, inputs, dt):
         if inputs:
@@ -256,6 +286,18 @@ def _channels(plan, joints):
             names.append(f"signal:{nid}.{port}")
             reads.append(off)
     return names + ["pop:excess"], np.array(reads, np.int64)
+
+
+def _clamped_samples(plan):
+    """(ins, par slice, state slice) of each scheduled ``sample`` node with ``loop: false``."""
+    out = []
+    for i, nid in enumerate(plan.order):
+        node = plan.nodes[nid]
+        if node.type == "sample" and not node.loop:
+            row = plan.ops[i]
+            out.append((plan.io[row[OP_INS]:row[OP_OUTS]], slice(row[OP_PAR], row[OP_PAR_END]),
+                        slice(row[OP_STATE], row[OP_STATE_END])))
+    return out
 
 
 def _frozen(value):

@@ -59,12 +59,13 @@ class Viewport:
         with dpg.group(parent=parent):
             with dpg.group(horizontal=True):
                 dpg.add_button(label="pause", tag="play_button", width=60, callback=self.toggle_play)
-                dpg.add_button(label="step", width=50, callback=self.step_once)
-                dpg.add_button(label="reset", width=50, callback=self.reset)
+                dpg.add_button(label="step", tag="step_button", width=50, callback=self.step_once)
+                dpg.add_button(label="reset", tag="reset_button", width=50, callback=self.reset)
                 dpg.add_combo(SPEEDS, default_value="1x", width=70, callback=lambda s, a: self._speed(a))
             with dpg.group(horizontal=True):
                 dpg.add_checkbox(label="velocities", tag="show_vel", default_value=True)
                 dpg.add_checkbox(label="follow", tag="follow", default_value=True)
+                dpg.add_checkbox(label="loop preview", tag="loop_preview", default_value=True)
             dpg.add_slider_int(label="frame", tag="timeline", width=TIMELINE, min_value=0, max_value=1,
                                callback=lambda s, a: self.seek(a))
             dpg.add_drawlist(TIMELINE, 10, tag="pop_marks")
@@ -119,6 +120,13 @@ class Viewport:
         steps = min(int(self.owed / self.player.dt), MAX_STEPS_PER_TICK)
         self.owed = min(self.owed - steps * self.player.dt, self.player.dt)
         for _ in range(steps):
+            self.play_one()
+
+    def play_one(self):
+        """One frame of play: a step, or back to frame 0 (inputs kept) once every clamped clip has ended."""
+        if dpg.get_value("loop_preview") and self.player.finished:
+            self.player.reset()
+        else:
             self.player.step()
 
     # ------------------------------------------------------------ inputs
@@ -173,7 +181,11 @@ class Viewport:
 
     def _on_wheel(self, sender, delta):
         if self._hovered():
-            self.camera.zoom(0.9 ** delta)
+            self.wheel(delta)
+
+    def wheel(self, delta):
+        """Zoom by ``delta`` wheel notches: rolled forward (> 0) moves in, 10% of the distance a notch."""
+        self.camera.zoom(1.0 / 0.9 ** delta)
 
     # ------------------------------------------------------------ drawing
 
@@ -254,13 +266,13 @@ class Viewport:
 
     def _timeline(self):
         player = self.player
-        last = max(player.frame, 1)
-        dpg.configure_item("timeline", max_value=last)
+        first, last = player.first, max(player.last, player.first + 1)  # everything recorded, either way of now
+        dpg.configure_item("timeline", min_value=first, max_value=last)
         dpg.set_value("timeline", player.frame)
         dpg.delete_item("pop_marks", children_only=True)
         w = TIMELINE
         for pop in player.pops:
-            x = 8 + (w - 16) * pop.frame / last
+            x = 8 + (w - 16) * (pop.frame - first) / (last - first)
             dpg.draw_line((x, 0), (x, 10), color=(255, 80, 60), thickness=2, parent="pop_marks")
         if player.pops:
             pop = player.pops[-1]

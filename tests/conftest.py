@@ -10,6 +10,18 @@ import pytest
 # types (animgraph.executor.load).  Tests of that first-run path unset this themselves.
 os.environ.setdefault("ANIMGRAPH_EXECUTOR", "full")
 
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _editor_files_in_tmp(tmp_path_factory):
+    """The editor's autosaves and recent-files list in the session's temporary directory, never the user's
+    (every command a test starts inherits this environment)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANIMGRAPH_AUTOSAVE", str(tmp_path_factory.mktemp("autosave")))
+        mp.setenv("ANIMGRAPH_CONFIG", str(tmp_path_factory.mktemp("config")))
+        yield
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_MOCAP = Path(os.environ.get("ANIMGRAPH_SHARED", ROOT.parent / "shared")) / "data" / "mocap"
 

@@ -1,17 +1,22 @@
 """Drives the editor window through its own callbacks, in a subprocess (dearpygui aborts without a display).
 
-``python tests/editor_driver.py GRAPH OUT_DIR`` opens GRAPH, breaks its first link and
-makes it again through the node editor's delink/link callbacks, tries a mismatched link,
-plays frames, writes two screenshots and prints what happened as one JSON line.
+``python tests/editor_driver.py MODE ARGS...`` runs one scenario and prints what happened as
+one JSON line.  ``links GRAPH OUT_DIR`` opens GRAPH, breaks its first link and makes it again
+through the node editor's delink/link callbacks, tries a mismatched link, plays frames and
+writes two screenshots; ``pops``, ``timeline``, ``looping``, ``files`` and ``first_run``: see
+their functions.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+import time
 from pathlib import Path
 
 import dearpygui.dearpygui as dpg
+import numpy as np
 
 from animgraph.editor.app import Editor
 from animgraph.editor.document import Document
@@ -19,8 +24,7 @@ from animgraph.editor.document import Document
 
 def frames(editor, n):
     for _ in range(n):
-        editor.tick()
-        dpg.render_dearpygui_frame()
+        editor.frame()
 
 
 def shot(path):
@@ -45,8 +49,7 @@ def main(graph, out):
     editor.build()
     editor.start_kernels()
     while editor.kernels != "ready":
-        editor.tick()
-        dpg.render_dearpygui_frame()
+        editor.frame()
     frames(editor, 3)
     view, doc = editor.graph_view, editor.doc
     result = {"nodes": len(view.nodes), "links_drawn": len(view.links), "links": len(doc.graph.links)}
@@ -123,31 +126,219 @@ def pops(graph):
     print(json.dumps(result))
 
 
-def compiling(graph):
-    """A slow compile in the child process: the window keeps drawing and says it is compiling."""
-    import subprocess
+def call(item, value=None):
+    """Run ``item``'s callback as dearpygui does on a click or an edit (sender, app_data, user_data)."""
+    cb = dpg.get_item_callback(item)
+    args = (item, value, dpg.get_item_user_data(item))
+    n = cb.__code__.co_argcount - (1 if inspect.ismethod(cb) else 0)
+    cb(*args[:n])
 
-    from animgraph.editor import warmup
 
-    warmup.executor_is_cached = lambda: False
-    warmup.start = lambda: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"],
-                                            stdout=subprocess.PIPE, text=True)
-    editor = Editor(Document.open(graph))
+def started(doc, timeout=1500.0):
+    """An editor on ``doc`` whose preview plays (the kernels loaded or compiled first)."""
+    editor = Editor(doc)
     editor.build()
+    frames(editor, 1)
     editor.start_kernels()
-    drawn, said = 0, set()
-    while editor.kernels == "compiling":
+    deadline = time.monotonic() + timeout
+    while editor.player is None:
+        assert time.monotonic() < deadline and editor.kernels in ("compiling", "loading", "ready"), editor.kernels
         frames(editor, 1)
-        drawn += 1
-        said.add(dpg.get_value("preview_state"))
-    frames(editor, 3)
-    ok, node_id = editor.graph_view.act("add_node", "blend")  # the editor works meanwhile and after
-    result = {"drawn": drawn, "said": sorted(said), "kernels": editor.kernels, "player": editor.player is not None,
-              "added": ok}
+    return editor
+
+
+def timeline():
+    """Play, then drag the timeline backwards and forwards over the whole recording; zoom with the wheel."""
+    editor = started(Document.new())
+    call("play_button")  # pause
+    call("reset_button")  # back to frame 0: a recording of exactly the frames stepped below
+    player = editor.player
+    seen = {0: player.pos.copy()}
+    for _ in range(90):
+        call("step_button")
+        frames(editor, 1)
+        seen[player.frame] = player.pos.copy()
+    config = dpg.get_item_configuration("timeline")
+    result = {"paused": not editor.view.playing, "frame": player.frame, "range": [config["min_value"],
+                                                                                 config["max_value"]], "seeks": []}
+    for target in (30, 85, 10, 60, 90, 1):
+        call("timeline", target)
+        frames(editor, 2)
+        config = dpg.get_item_configuration("timeline")
+        result["seeks"].append({"target": target, "frame": player.frame, "slider": dpg.get_value("timeline"),
+                                "same_pose": bool(np.array_equal(player.pos, seen[target])),
+                                "range": [config["min_value"], config["max_value"]]})
+    distance = [editor.view.camera.distance]
+    for delta in (1, 1, -2):
+        editor.view.wheel(delta)
+        distance.append(editor.view.camera.distance)
+    result["distance"] = distance
+    editor.shutdown()
+    print(json.dumps(result))
+
+
+def looping(graph, loops):
+    """Play through the window's playback path: where the preview starts again, and the inputs it keeps."""
+    import animgraph as ag
+
+    editor = started(Document.open(graph) if graph != "new" else Document.new())
+    _, clip = ag.data.load("walk")
+    result = {"clip_s": (clip.frames - 1) * clip.dt, "dt": editor.player.dt}
+    if "speed" in editor.view.input_items:
+        call(editor.view.input_items["speed"], 2.0)
+    call("reset_button")  # from frame 0 (inputs kept)
+    player, run = editor.player, []
+    for _ in range(int(float(loops) * result["clip_s"] / player.dt)):
+        editor.view.play_one()
+        run.append(player.frame)
+    result["loop_on"] = run
+    result["inputs"] = {k: float(v) for k, v in player.inputs.items()}
+    result["pops"] = [[p.frame, p.node, p.error] for p in player.pops]
+    dpg.set_value("loop_preview", False)  # the user unticks "loop preview"
+    player.reset()
+    run = []
+    for _ in range(int(float(loops) * result["clip_s"] / player.dt)):
+        editor.view.play_one()
+        run.append(player.frame)
+    result["loop_off"] = run
+    editor.shutdown()
+    print(json.dumps(result))
+
+
+def file_ops(tmp, part):
+    """``part`` "discard", "read_only" or "shortcuts", through the editor's callbacks (one window a process:
+    dearpygui cannot make a second viewport)."""
+    tmp = Path(tmp)
+    result = {}
+
+    def editor_on(path):
+        editor = Editor(Document.open(path))
+        editor.build()
+        frames(editor, 2)
+        return editor
+
+    if part == "discard":
+        _discard(tmp, result, editor_on)
+    elif part == "read_only":
+        _read_only(tmp, result, editor_on)
+    else:
+        _shortcuts(tmp, result, editor_on)
+    print(json.dumps(result))
+
+
+def _discard(tmp, result, editor_on):
+    """Discard on quit deletes the autosave; shutdown writes none; the next open offers nothing."""
+    from animgraph.editor import files
+
+    g = tmp / "g.json"
+    Document.new().save(g)
+    editor = editor_on(g)
+    editor.graph_view.act("set_field", "walk", "rate", 0.5)
+    editor.last_autosave -= 3600  # the minute's autosave is due
+    frames(editor, 1)
+    auto = files.autosave_path(g)
+    result["autosaved"] = auto.is_file()
+    editor.request_close()
+    frames(editor, 1)
+    result["asked"] = dpg.is_item_shown("ask_save")
+    call("ask_save_discard")
+    editor.shutdown()
+    result["autosave_after_discard"] = auto.exists()
+    result["offered_after_discard"] = files.pending_autosave(g) is not None
+
+
+def _read_only(tmp, result, editor_on):
+    """A read-only file is never written: Save says so in one line and offers Save As, which writes elsewhere."""
+    import os
+    import stat
+
+    ro = tmp / "ro.json"
+    Document.new().save(ro)
+    os.chmod(ro, 0o444)
+    before = ro.read_bytes()
+    editor = editor_on(ro)
+    editor.graph_view.act("set_field", "walk", "rate", 0.5)
+    editor.shortcut(dpg.mvKey_S, ctrl=True)
+    frames(editor, 1)
+    result["ro_status"] = dpg.get_value("status")
+    result["ro_save_as_offered"] = dpg.is_item_shown("save_dialog")
+    result["ro_bytes_same"] = ro.read_bytes() == before
+    result["ro_mode"] = oct(stat.S_IMODE(ro.stat().st_mode))
+    result["ro_dirty"] = editor.doc.dirty
+    # ... and Save As from that dialog writes the other file.
+    call("save_dialog", {"file_path_name": str(tmp / "as.json")})
+    frames(editor, 1)
+    result["saved_as"] = [str(editor.doc.path), editor.doc.dirty, Document.open(tmp / "as.json").to_json() ==
+                          editor.doc.to_json()]
+    editor.shutdown()
+
+
+def _shortcuts(tmp, result, editor_on):
+    """Ctrl+S saves a writable file (keeping its mode); Ctrl+Shift+S and Ctrl+O open their dialogs; Ctrl+N."""
+    import os
+    import stat
+
+    w = tmp / "w.json"
+    Document.new().save(w)
+    os.chmod(w, 0o640)
+    editor = editor_on(w)
+    editor.graph_view.act("set_field", "walk", "rate", 1.5)
+    editor.shortcut(dpg.mvKey_S, ctrl=True)
+    frames(editor, 1)
+    result["ctrl_s"] = [editor.doc.dirty, Document.open(w).graph.node("walk").rate, oct(stat.S_IMODE(w.stat().st_mode))]
+    editor.shortcut(dpg.mvKey_S, ctrl=True, shift=True)
+    frames(editor, 1)
+    result["ctrl_shift_s"] = dpg.is_item_shown("save_dialog")
+    dpg.hide_item("save_dialog")
+    editor.shortcut(dpg.mvKey_N, ctrl=True)
+    frames(editor, 1)
+    result["ctrl_n"] = [editor.doc.path is None, editor.doc.to_json() == Document.new().to_json()]
+    editor.shortcut(dpg.mvKey_O, ctrl=True)
+    frames(editor, 1)
+    result["ctrl_o"] = dpg.is_item_shown("open_dialog")
+    call("open_dialog", {"file_path_name": str(w)})
+    frames(editor, 1)
+    result["opened"] = str(editor.doc.path)
+    editor.shutdown()
+
+
+def first_run(launched):
+    """Start on the cache in the environment, as ``animgraph edit`` does, until the preview plays 30 frames:
+    every drawn frame's time and state, and what this (the window's) process compiled."""
+    from numba.core import event
+
+    compiled = []
+
+    class Compiles(event.Listener):
+        def on_start(self, ev):
+            pass
+
+        def on_end(self, ev):
+            d = ev.data["dispatcher"]
+            compiled.append(f"{d.py_func.__module__}.{d.py_func.__qualname__}")
+
+    event.register("numba:compile", Compiles())
+    editor = Editor(Document.new())
+    editor.build()
+    drawn = []  # (seconds since launch, kernels, playing) per drawn frame
+
+    def frame():
+        editor.frame()
+        drawn.append((time.time() - float(launched), editor.kernels, editor.player is not None
+                      and editor.player.frame > 0))
+
+    frame()  # the first frame comes before anything compiles (Editor.run)
+    editor.start_kernels()
+    deadline = time.monotonic() + 1500
+    while editor.player is None or editor.player.frame < 30:
+        assert time.monotonic() < deadline and editor.kernels in ("compiling", "loading", "ready"), editor.kernels
+        frame()
+    result = {"compiled": compiled, "drawn": drawn, "said": editor.said, "child": editor.warm is not None}
     editor.shutdown()
     print(json.dumps(result))
 
 
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
-    {"links": main, "pops": pops, "compiling": compiling}[mode](*args)
+    {"links": main, "pops": pops, "timeline": timeline, "looping": looping, "files": file_ops,
+     "first_run": first_run}[mode](*args)

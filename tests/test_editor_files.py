@@ -14,7 +14,7 @@ from animgraph.editor.document import Document
 @pytest.fixture(autouse=True)
 def dirs(tmp_path, monkeypatch):
     """Cache and config directories in tmp_path; HOME too, so nothing can reach the real one."""
-    for var in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+    for var in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "ANIMGRAPH_AUTOSAVE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("ANIMGRAPH_CACHE", str(tmp_path / "cache"))
@@ -161,3 +161,39 @@ def test_recent_list_in_xdg_config(dirs, monkeypatch):
     files.add_recent(dirs / "work" / "g.json")
     assert json.loads((dirs / "xdg" / "animgraph" / "recent.json").read_text()) == [
         str((dirs / "work" / "g.json").resolve())]
+
+
+def test_the_autosave_directory_is_configurable(dirs, monkeypatch):
+    monkeypatch.setenv("ANIMGRAPH_AUTOSAVE", str(dirs / "elsewhere"))
+    doc = Document.new()
+    doc.move("walk", (5, 5))
+    assert files.write_autosave(doc) == dirs / "elsewhere" / "untitled.json"
+    assert files.pending_autosave(None) == dirs / "elsewhere" / "untitled.json"
+    assert not (dirs / "cache" / "autosave").exists()
+
+
+def test_a_read_only_graph_is_never_written(dirs):
+    from animgraph.editor.document import ReadOnlyError
+
+    path = dirs / "work" / "ro.json"
+    Document.new().save(path)
+    os.chmod(path, 0o444)
+    before = path.read_bytes()
+    doc = Document.open(path)
+    doc.move("walk", (9, 9))
+    with pytest.raises(ReadOnlyError, match="read-only") as err:
+        doc.save()
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+    assert path.read_bytes() == before and os.stat(path).st_mode & 0o777 == 0o444 and doc.dirty
+    doc.save(dirs / "work" / "other.json")  # saving it under another name works
+    assert not doc.dirty and Document.open(dirs / "work" / "other.json").position("walk") == (9.0, 9.0)
+
+
+def test_saving_keeps_the_file_mode(dirs):
+    path = dirs / "work" / "g.json"
+    Document.new().save(path)
+    os.chmod(path, 0o600)
+    doc = Document.open(path)
+    doc.move("walk", (3, 3))
+    doc.save()
+    assert os.stat(path).st_mode & 0o777 == 0o600 and Document.open(path).position("walk") == (3.0, 3.0)

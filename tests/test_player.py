@@ -242,3 +242,46 @@ def test_refuses_what_it_cannot_play():
     assert "clip" not in player.inputs
     with pytest.raises(ag.GraphError, match="frame number"):
         player.seek(-1)
+
+
+def _three_loops_of_walk(doc):
+    """The pops the player finds over three loops of ``walk`` played by ``doc``'s graph."""
+    plan = ag.compile(doc.graph, reuse_slots=False)
+    _, clip = ag.data.load("walk")
+    player = Player(plan)
+    while player.frame < 3 * (clip.frames - 1) * clip.dt / DT + 2:
+        player.step()
+        assert not player.finished  # looping clips: a looping preview never starts again
+    return player.pops
+
+
+def test_the_new_graph_walks_on_for_three_loops_without_a_pop():
+    from animgraph.editor.document import Document
+
+    doc = Document.new()
+    assert _three_loops_of_walk(doc) == []
+    # The finder does see the loop's snap back without root motion (the new graph before it had root motion).
+    doc.set_field("walk", "root_motion", False)
+    pops = _three_loops_of_walk(doc)
+    assert len(pops) >= 3 and max(p.error for p in pops) > 1.0, pops
+
+
+def test_finished_once_every_clamped_sample_has_ended():
+    # Two clamped samples at rates 1 and 2 blended: finished only once the slower one has ended too.
+    graph = ag.Graph.from_dict({
+        "format": "animgraph.graph", "version": 2, "assets": {"walk": "animgraph:walk"},
+        "nodes": [{"id": "a", "type": "sample", "clip": "walk", "loop": False},
+                  {"id": "b", "type": "sample", "clip": "walk", "loop": False, "rate": 2.0},
+                  {"id": "mix", "type": "blend", "alpha": 0.5}, {"id": "out", "type": "output"}],
+        "links": [["a.pose", "mix.a"], ["b.pose", "mix.b"], ["mix.pose", "out.pose"]]})
+    _, clip = ag.data.load("walk")
+    end = (clip.frames - 1) * clip.dt / DT  # frames until the rate-1 clip's clock reaches its end
+    player = Player(ag.compile(graph, reuse_slots=False))
+    first = None
+    while player.frame < end + 10:
+        player.step()
+        if player.finished and first is None:
+            first = player.frame
+    assert first is not None and end - 1 <= first <= end + 2, (first, end)
+    player.seek(int(end / 2))  # a scrub back: not finished there
+    assert not player.finished
