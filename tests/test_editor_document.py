@@ -122,7 +122,7 @@ def test_new_document_is_valid_and_plays():
     doc = Document.new()
     assert not doc.dirty and doc.path is None and not doc.can_undo and not doc.can_redo
     assert list(doc.graph.assets) == ["walk"] and doc.graph.node("walk").loop
-    assert not doc.graph.node("walk").root_motion
+    assert doc.graph.node("walk").root_motion and ("walk.motion", "out.motion") in doc.graph.links  # walks on
     assert all(n.id in doc.graph.editor["positions"] for n in doc.graph.nodes)
     result = doc.validate()
     assert result.ok and not result.problems
