@@ -1,10 +1,10 @@
 """The same graph, inputs and steps give bit-identical outputs whatever the compiled-code cache holds.
 
 Every shipped graph, batch 1 (the per-character walk) and 19 (lane tiles, a full and a padded
-one), in fresh processes: on an empty private cache, where the first graph runs on a partial
-executor compiled in that process and the rest on the whole registry's, compiled there too;
-again on that cache, graphs in the other order, everything loaded from it; and on the session's
-cache with ``ANIMGRAPH_EXECUTOR=full``.  Three processes share the one cold compile.
+one), in two fresh processes sharing one cold compile: on an empty private cache with
+``ANIMGRAPH_EXECUTOR=full`` (the whole registry's executor compiled in that process), then on
+the cache that run filled, graphs in the other order, the executor chosen as by default and
+loaded.  (A partial executor's outputs equal the whole one's: ``test_first_run``.)
 """
 
 import os
@@ -42,19 +42,17 @@ np.savez(sys.argv[1], **out)
 def _run(tmp_path, tag, env, names):
     out = tmp_path / f"{tag}.npz"
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(out), *names], capture_output=True, text=True,
-                          timeout=1500, env={**os.environ, **env})
+                          timeout=3600, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
     return np.load(out)
 
 
 def test_outputs_do_not_depend_on_what_the_cache_holds(tmp_path):
     names = graphs.names()
-    private = {"ANIMGRAPH_CACHE": str(tmp_path / "cache"), "ANIMGRAPH_EXECUTOR": ""}
-    cold = _run(tmp_path, "cold", private, names)
-    loaded = _run(tmp_path, "loaded", private, names[::-1])
-    full = _run(tmp_path, "full", {"ANIMGRAPH_EXECUTOR": "full"}, names)
-    assert sorted(cold.files) == sorted(loaded.files) == sorted(full.files)
+    private = str(tmp_path / "cache")
+    cold = _run(tmp_path, "cold", {"ANIMGRAPH_CACHE": private, "ANIMGRAPH_EXECUTOR": "full"}, names)
+    loaded = _run(tmp_path, "loaded", {"ANIMGRAPH_CACHE": private, "ANIMGRAPH_EXECUTOR": ""}, names[::-1])
+    assert sorted(cold.files) == sorted(loaded.files)
     assert {k.split()[0] for k in cold.files} == set(names)
     for key in cold.files:
-        for other, what in ((loaded, "loaded from the cache"), (full, "the whole registry's executor")):
-            assert np.array_equal(cold[key], other[key], equal_nan=cold[key].dtype.kind == "f"), f"{key}: {what}"
+        assert np.array_equal(cold[key], loaded[key], equal_nan=cold[key].dtype.kind == "f"), key
