@@ -14,7 +14,11 @@ With root ``a``, mid ``b``, end ``c`` (global) and target ``t``:
   so a knee never bends against its hinge, and one the animation takes through straight
   does not flip;
 - knee: ``qbetween(c - b, l_bc (-cos beta u + sin beta m))``, ``u`` along ``b - a``;
-- root: ``qbetween(c1 - a, t - a)`` swings the moved end ``c1`` onto the target line.
+- root: the rotation taking the frame of ``c1 - a`` and the hinge (its part normal to
+  ``c1 - a``) onto the frame of ``t - a`` and the hinge (``hinge_swing``): the moved end
+  ``c1`` onto the target line, turning about the hinge when the two are opposite (the
+  shortest arc ``qbetween(c1 - a, t - a)`` spins there); the same as the shortest arc
+  whenever both lie in the hinge's plane.
 
 Angular velocities come from the derivatives of these formulas (``vnormalize_dx``,
 ``qbetween_dx``, the exp map's Jacobians), so they equal a central finite difference.
@@ -32,7 +36,9 @@ from .kernels import joint_global, joint_global_below, set_rotation_under
 from .maths import (
     qbetween,
     qbetween_dx,
+    qabs,
     qmul,
+    qnormalize,
     qrot,
     smooth_max0,
     vadd,
@@ -111,6 +117,69 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
 
 
 @njit(cache=True)
+def hinge_frame(e, de, h, dh):
+    """Orthonormal frame ``(e1, e2, e3)`` of direction ``e`` and the part of axis ``h`` normal to it, its angular velocity (rad/s) and that part's length.
+
+    ``e1 = e/|e|``, ``e2`` along ``h - (h.e1) e1``, ``e3 = e1 x e2``; the frame turns at
+    ``e1 x de1 + (de2 . e3) e1``. Undefined (length 0) when ``h`` is along ``e``.
+    """
+    e1, de1 = vnormalize(e), vnormalize_dx(e, de)
+    k, dk = vdot(h, e1), vdot_dx(h, dh, e1, de1)
+    p = vsub(h, vscale(e1, k))
+    dp = vsub(vsub(dh, vscale(e1, dk)), vscale(de1, k))
+    e2, de2 = vnormalize(p), vnormalize_dx(p, dp)
+    e3 = vcross(e1, e2)
+    return e1, e2, e3, vadd(vcross(e1, de1), vscale(e1, vdot(de2, e3))), vlen(p)
+
+
+@njit(cache=True)
+def frames_rotation(a1, a2, a3, b1, b2, b3):
+    """Unit quaternion (w >= 0) of the rotation taking orthonormal frame ``a`` onto frame ``b``: ``R = B A^T`` (Shepperd's method)."""
+    m00 = b1[0] * a1[0] + b2[0] * a2[0] + b3[0] * a3[0]
+    m01 = b1[0] * a1[1] + b2[0] * a2[1] + b3[0] * a3[1]
+    m02 = b1[0] * a1[2] + b2[0] * a2[2] + b3[0] * a3[2]
+    m10 = b1[1] * a1[0] + b2[1] * a2[0] + b3[1] * a3[0]
+    m11 = b1[1] * a1[1] + b2[1] * a2[1] + b3[1] * a3[1]
+    m12 = b1[1] * a1[2] + b2[1] * a2[2] + b3[1] * a3[2]
+    m20 = b1[2] * a1[0] + b2[2] * a2[0] + b3[2] * a3[0]
+    m21 = b1[2] * a1[1] + b2[2] * a2[1] + b3[2] * a3[1]
+    m22 = b1[2] * a1[2] + b2[2] * a2[2] + b3[2] * a3[2]
+    tr = m00 + m11 + m22
+    # The largest of the four squared components is taken from the diagonal (well conditioned).
+    if tr >= m00 and tr >= m11 and tr >= m22:
+        s = 2.0 * math.sqrt(max(1.0 + tr, 0.0))
+        q = (0.25 * s, (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s)
+    elif m00 >= m11 and m00 >= m22:
+        s = 2.0 * math.sqrt(max(1.0 + m00 - m11 - m22, 0.0))
+        q = ((m21 - m12) / s, 0.25 * s, (m01 + m10) / s, (m02 + m20) / s)
+    elif m11 >= m22:
+        s = 2.0 * math.sqrt(max(1.0 + m11 - m00 - m22, 0.0))
+        q = ((m02 - m20) / s, (m01 + m10) / s, 0.25 * s, (m12 + m21) / s)
+    else:
+        s = 2.0 * math.sqrt(max(1.0 + m22 - m00 - m11, 0.0))
+        q = ((m10 - m01) / s, (m02 + m20) / s, (m12 + m21) / s, 0.25 * s)
+    return qabs(qnormalize(q))
+
+
+@njit(cache=True)
+def hinge_swing(e, de, t, dt, h, dh):
+    """Root rotation taking direction ``e`` onto ``t`` and the part of hinge ``h`` normal to ``e`` onto its part normal to ``t``, with its angular velocity (rad/s).
+
+    Frame to frame instead of the shortest arc: the shortest arc's axis ``e x t`` is
+    undefined when ``t`` is opposite ``e`` (a leg whose knee turn put the end on the other
+    side of the hip from the target), and spins there; this one is a turn about the hinge
+    then, and degenerates only when ``e`` or ``t`` lies along the hinge (shortest arc there).
+    ``R = F_t F_e^T`` turns at ``w_t - R w_e``.
+    """
+    e1, e2, e3, we, pe = hinge_frame(e, de, h, dh)
+    t1, t2, t3, wt, pt = hinge_frame(t, dt, h, dh)
+    if pe < TINY or pt < TINY:
+        return qbetween(e, t), qbetween_dx(e, de, t, dt)
+    q = frames_rotation(e1, e2, e3, t1, t2, t3)
+    return q, vsub(wt, qrot(q, we))
+
+
+@njit(cache=True)
 def two_bone_solve(a, b, c, t, hinge, w, dw):
     """Global rotation deltas (hip, knee) with angular velocities taking end ``c`` to target ``t``.
 
@@ -163,8 +232,7 @@ def two_bone_solve(a, b, c, t, hinge, w, dw):
     ac1, vac1 = vsub(c1, a[0]), vsub(vc1, a[3])
     if vlen(at) < TINY * full or vlen(ac1) < TINY * full:
         return ident, zero, q_knee, w_knee  # target at the root: no direction to swing to
-    q_sw = qbetween(ac1, at)
-    w_sw = qbetween_dx(ac1, vac1, at, vat)
+    q_sw, w_sw = hinge_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
     q_hip, w_hip = weighted_rotation(q_sw, w_sw, w, dw)
     return q_hip, w_hip, q_knee, w_knee
 

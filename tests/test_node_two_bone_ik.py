@@ -390,3 +390,41 @@ def test_a_knee_taken_through_straight_keeps_bending_the_hinges_way():
         sides.append(off[2])
     assert min(sides) > 0.0, min(sides)  # always ahead: bent the hinge's way
     assert max(np.linalg.norm(np.diff(knees, axis=0), axis=1)) < 0.005  # 91 small steps, no flip
+
+
+def folded_against_the_hinge(t):
+    """(pose_at(t), target(t), target velocity): the knee bent 155 degrees against its hinge (foot up in
+    front of the hip), the thigh turning about its length at 0.2 rad/s; the target 0.2 m from the hip, up in
+    front, sweeping sideways (x) through the leg's plane.
+
+    The knee turn bends the knee the hinge's way, which puts the end behind the hip, opposite the target:
+    the root swing onto the target passes through a half turn (the shortest arc's axis spins there)."""
+    rot = np.tile([1.0, 0.0, 0.0, 0.0], (5, 1))
+    rot[KNEE] = from_rotvec(np.array([-2.7, 0.0, 0.0]))
+    ang = np.zeros((5, 3))
+    ang[HIP] = [0.0, 0.2, 0.0]
+    d, dd = np.array([-0.06 + 0.12 * t, 0.081, 0.182]), np.array([0.12, 0.0, 0.0])
+    n = d / np.linalg.norm(d)
+    target = LEG_OFFSETS[0] + LEG_OFFSETS[HIP] + 0.2 * n
+    tvel = 0.2 * (dd - n * np.dot(n, dd)) / np.linalg.norm(d)
+    return straight_motion(LEG_OFFSETS, rot, np.zeros((5, 3)), ang)(t), target, tvel
+
+
+def test_a_knee_bent_against_its_hinge_with_the_target_at_the_hip_never_spins():
+    """Swept over 1 s in 400 steps, the solved knee and ankle move at most 3 mm a step (no spin about
+    the target line), the ankle stays on the target, and the velocities equal central differences."""
+    joints = (HIP, KNEE, ANKLE)
+    steps = np.linspace(0.0, 1.0, 401)
+    knees, ankles = [], []
+    for t in steps:
+        pose, target, tvel = folded_against_the_hinge(t)
+        pos, _ = global64(solve64(pose, joints, target, tvel), LEG_PARENTS)
+        knees.append(pos[KNEE])
+        ankles.append(pos[ANKLE])
+        assert np.linalg.norm(pos[ANKLE] - target) < 1e-6
+    jump = max(np.linalg.norm(np.diff(knees, axis=0), axis=1).max(), np.linalg.norm(np.diff(ankles, axis=0), axis=1).max())
+    print(f"largest knee/ankle step {jump * 1e3:.2f} mm")
+    assert jump < 0.003
+    for t in steps[::40]:
+        ev, ea = fd_errors(lambda s: solve64(*(lambda p, x, v: (p, joints, x, v))(*folded_against_the_hinge(t + s))))
+        assert max(ev.max(), ea.max()) < FD_TOL, t

@@ -214,19 +214,24 @@ def soak(name, seeds=SOAK_SEEDS, seconds=SOAK_SECONDS, rate=SOAK_RATE, with_rate
     return worst, where
 
 
-# Known to fail (issue 23, measured 20 s x 3 seeds at 960 Hz): the two-bone IK's root swing, the minimal
-# rotation qbetween(c1 - a, t - a), turns near 180 degrees when the knee turn puts the end on the other side
-# of the hip from the target (an input knee bent against its hinge, folded), and the limb spins about the
-# target line: gaits 518 mm (right knee), ik_lookat_footlock 533 mm (right forearm), locomotion 5.5 mm.
-IK_SWING = {"gaits", "ik_lookat_footlock", "locomotion"}
+# Known to fail (issue 23, measured 20 s x 3 seeds at 960 Hz). The IK's root swing was the shortest arc
+# qbetween(c1 - a, t - a), which spun about the target line through a half turn (gaits 518 mm at the right
+# knee, ik_lookat_footlock 533 mm at the right forearm); it is now the hinge frame's turn (ik.hinge_swing).
+# Left: gaits 28.4 mm (LeftLeg, frame 5172, seed 3), ik_lookat_footlock 64.7 mm (RightForeArm, frame 10205,
+# seed 2), locomotion 5.53 mm (LeftLeg, frame 9007, seed 1; unchanged by the swing). The gaits one is a
+# velocity step, not a jump: the target folds to 4.5 cm from the hip, the knee speeds up to 34 m/s as the
+# reach nears |l_ab - l_bc| (d angle / d reach grows without bound there) and stops dead at ik.clamp_reach's
+# hard lower clamp (C0), -8.7 m/s the next frame. Probably the others too (not checked).
+KNOWN = {"gaits", "ik_lookat_footlock", "locomotion"}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("with_rates", [True, False], ids=["rates", "no_rates"])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    n in IK_SWING, reason="two-bone IK root swing through 180 degrees (issue 23)", strict=True))
+    n in KNOWN, reason="two-bone IK reach hitting its hard fold clamp (issue 23)", strict=True))
     for n in graphs.names()])
 def test_every_graph_moves_at_its_velocities_under_random_inputs(name, with_rates):
     """Random inputs within their ranges for 20 s at 960 Hz, three seeds: no joint leaves its velocities by 5 mm."""
     worst, where = soak(name, with_rates=with_rates)
+    print(f"{name} {'rates' if with_rates else 'no rates'}: worst {worst * 1e3:.2f} mm at {where}")
     assert worst <= SOAK_BOUND, (name, with_rates, worst, where)
