@@ -89,6 +89,9 @@ class Plan:
     located: dict = field(default_factory=dict)  # (node id, output port) -> pose slot or signal offset
     reuse_slots: bool = True  # False: no pose slot is shared, every node's output survives the step
     _state_layout: list = field(default_factory=list)  # (id, start, stop) per op
+    # What a fresh instance holds per character: every op's initial state row (``ops[i, OP_STATE:OP_STATE_END]``),
+    # which a compiled step may copy to reset chosen ops for chosen characters (``Node.RESET`` says when not enough).
+    initial_state: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def joints(self):
@@ -439,7 +442,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     kept = sinks if reuse_slots else set(order)  # nodes whose pose slots are never given back
 
     slots, located = _Slots(), {}
-    ops, io, pose_io, par_parts, sig_parts = [], [], [], [], []
+    ops, io, pose_io, par_parts, sig_parts, state_parts = [], [], [], [], [], []
     n_par = n_state = n_sig = 0
     state_layout, inputs, outputs, constants = [], {}, {}, {}
 
@@ -488,6 +491,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         row += [n_par, n_par + len(p)]
         n_par += len(p)
         s = _call(node, "state", ctx, file, 0.0)
+        state_parts.append(s)
         state_layout.append((nid, n_state, n_state + len(s)))
         row += [n_state, n_state + len(s)]
         n_state += len(s)
@@ -550,4 +554,5 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         located=dict(located),
         reuse_slots=bool(reuse_slots),
         _state_layout=state_layout,
+        initial_state=np.concatenate(state_parts) if state_parts else np.zeros(0),
     )
