@@ -95,7 +95,7 @@ def _schedule(dag, index, feeds, file):
 
 def has_constant(node, port):
     """True if an unlinked signal input ``port`` takes its value from the node's field of that name."""
-    return port.signal != "pose" and getattr(node, port.name, None) is not None
+    return port.signal != "pose" and port.name in type(node).model_fields and getattr(node, port.name) is not None
 
 
 def check(graph, file=None, warn=True):

@@ -23,7 +23,6 @@ other kinds have rate 0.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 
@@ -31,17 +30,13 @@ import numpy as np
 
 from .errors import GraphError
 from .limits import DT_MAX, SIGNAL_MAX, TIME_MAX
-from .maths import qmul, qnormalize, qrot
-from .executor import OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END
-from .node import SIGNAL_SIZE
+from .executor import OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END
+from .node import SIGNAL_SIZE, OpSlices
 from .pose import Pose
 
 PARALLEL_MIN_BATCH = 16  # below this, threads cost more than they save
 LANES_ENV = "ANIMGRAPH_LANES"  # "0": never run on lane tiles (the per-character executor only)
 
-_VALUE_SIZE = {"scalar": 1, "vec3": 3, "quat": 4, "int": 1, "bool": 1, "trajectory": 12}
-CLAMPED = ("scalar", "int", "vec3")  # kinds whose values an input's [min, max] bounds
-DERIVED = ("scalar", "vec3")  # kinds whose rate, when none is given, the input node derives from the change
 
 
 def _entry(dispatcher):
@@ -68,18 +63,6 @@ def _pose_view(arrays, slot, batch):
     for name, a in zip(("pos", "rot", "scl", "vel", "ang", "svl"), arrays):
         setattr(pose, name, a[0, slot] if batch == 1 else a[:, slot])
     return pose
-
-
-def _unit_facings(a, fail, given):
-    """Trajectory values (n, 12) with their three facings (x, z) made unit; ``fail`` on a zero facing."""
-    a = a.copy()
-    facings = a[:, 6:].reshape(-1, 3, 2)
-    facings /= np.max(np.abs(facings), axis=2, keepdims=True).clip(1e-300)
-    norm = np.linalg.norm(facings, axis=2, keepdims=True)
-    if not np.all(norm > 0.5):
-        fail(f"a trajectory value needs non-zero facings (its last 6 numbers), got {given!r}")
-    a[:, 6:] = (facings / norm).reshape(-1, 6)
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +103,7 @@ class Instance:
         self.pose = (v[:, 0], self.rots[:b], v[:, 1], v[:, 2], v[:, 3], v[:, 4])
         self.chars = np.zeros((rows, n_sig + plan.n_state))
         self.chars[:, :n_sig] = plan.sig_init
-        self.chars[:, n_sig:] = plan.state(0.0)
+        self.chars[:, n_sig:] = plan.initial_state
         self.sig, self.st = self.chars[:b, :n_sig], self.chars[:b, n_sig:]
         self._padded, self._n_sig = rows > b, n_sig
         self.par = plan.par.copy()
@@ -141,7 +124,9 @@ class Instance:
             else:
                 keep = range(s)
             self._args += (self.tiles, plan.pose_io, np.array(sorted(keep), np.int64))
-        self._inputs = {nid: self._writer(nid, off, kind) for nid, (off, kind) in plan.inputs.items()}
+        self._everyone = np.arange(b)
+        self._ops = {nid: self._slices(i, nid) for i, nid in enumerate(plan.order)}  # what node hooks act on
+        self._inputs = {nid: self.nodes[nid].write_input(self._ops[nid], self._everyone) for nid in plan.inputs}
         # Inputs of pruned nodes are accepted and ignored.
         self._known = {n.id for n in plan.graph.nodes if getattr(n, "GRAPH_INPUT", False)}
         self.outputs = {}
@@ -195,110 +180,13 @@ class Instance:
         for write in writes:
             write()
 
-    def _writer(self, name, off, kind):
-        """A function checking one input's value (and rate) and returning the write into the signal buffer."""
-        n, size, batch, file = _VALUE_SIZE[kind], SIGNAL_SIZE[kind], self.batch, self.plan.file
-        value_col, rate_col = self.sig[:, off], self.sig[:, off + 1] if size > 1 else None
-        value_view, rate_view = self.sig[:, off:off + n], self.sig[:, off + n:off + size]
-        no_rate_col, derived = self.sig[:, off + size], kind in DERIVED  # the caller block's flag: derive the rate
-        node = self.plan.nodes.get(name)
-        low, high = node.bounds() if kind in CLAMPED and node is not None else (-SIGNAL_MAX, SIGNAL_MAX)
-
-        def fail(why):
-            raise GraphError(why, name, "value", file)
-
-        def number(v, what):
-            """A finite float within the signal range from a Python number (bool and int included)."""
-            x = float(v)
-            if not math.isfinite(x):
-                fail(f"{what} is not finite: {v!r}")
-            if not -SIGNAL_MAX <= x <= SIGNAL_MAX:
-                fail(f"{what} {v!r} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]")
-            return x
-
-        def parse(v, width, what):
-            if isinstance(v, (str, bytes, dict, set)) or v is None:
-                fail(f"{what} must be a number or an array of numbers, got {type(v).__name__} {v!r}")
-            try:
-                a = np.asarray(v)
-            except (TypeError, ValueError):
-                fail(f"{what} must be a number or a regular array of numbers, got {v!r}")
-            if a.dtype.kind not in "biuf":
-                fail(f"{what} must be a number or an array of numbers, got {a.dtype} {v!r}")
-            a = a.astype(np.float64)
-            if a.shape == (width,) or (width == 1 and a.shape == ()):
-                a = a.reshape(1, width)
-            elif a.shape == (batch, width) or (width == 1 and a.shape == (batch,)):
-                a = a.reshape(batch, width)
-            else:
-                fail(f"{what} of shape {a.shape}: expected ({width},) or ({batch}, {width}) for a {kind} input")
-            if not np.all(np.isfinite(a)):
-                fail(f"{what} is not finite: {v!r}")
-            if not np.all(np.abs(a) <= SIGNAL_MAX):
-                fail(f"{what} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]: {v!r}")
-            return a
-
-        def single(x, rate, no_rate):
-            """The write of one number (and rate, or none) to every character, clamped to [low, high]."""
-            if kind == "bool":
-                x = float(x != 0)
-            elif kind in CLAMPED and not low <= x <= high:
-                x, rate = min(max(x, low), high), 0.0  # held at the bound: no rate
-            if kind == "int":
-                x = float(math.floor(x + 0.5))
-
-            def write():
-                value_col.fill(x)
-                if rate_col is not None:
-                    rate_col.fill(rate)
-                no_rate_col.fill(float(no_rate and derived))
-
-            return write
-
-        def check(value):
-            t = type(value)
-            if t is float or t is int or t is bool:
-                if n != 1:
-                    fail(f"a {kind} input needs {n} numbers, got {value!r}")
-                return single(number(value, "value"), 0.0, True)
-            if t is tuple and len(value) == 2 and size > n:
-                val, rate = value
-                if n == 1 and type(val) in (float, int) and type(rate) in (float, int):  # fast path: scalar, rate
-                    return single(number(val, "value"), number(rate, "rate"), False)
-            elif t is tuple and size == n:
-                fail(f"a {kind} input has no rate: give the value only")
-            else:
-                val, rate = value, None
-            a = parse(val, n, "value")
-            r = np.zeros((1, size - n)) if rate is None else parse(rate, size - n, "rate")
-            if kind == "quat":
-                a = a / np.max(np.abs(a), axis=1, keepdims=True).clip(1e-300)
-                norm = np.linalg.norm(a, axis=1, keepdims=True)
-                if not np.all(norm > 0.5):
-                    fail(f"a quat value needs a non-zero norm, got {val!r}")
-                a = a / norm
-            elif kind == "trajectory":
-                a = _unit_facings(a, fail, val)
-            elif kind == "bool":
-                a = (a != 0).astype(np.float64)
-            elif kind in CLAMPED:
-                held = (a < low) | (a > high)
-                if np.any(held):
-                    a = np.clip(a, low, high)
-                    if size > n:
-                        r = np.where(held, 0.0, r)  # held at the bound: no rate
-                if kind == "int":
-                    a = np.floor(a + 0.5)
-
-            def write():
-                value_view[:] = a
-                if size > n:
-                    rate_view[:] = r
-                no_rate_col.fill(float(rate is None and derived))
-
-            return write
-
-        return check
+    def _slices(self, i, nid):
+        """Op ``i``'s OpSlices: views of this instance's buffers for node ``nid``'s hooks."""
+        row, plan = self.plan.ops[i], self.plan
+        s0, s1 = int(row[OP_STATE]), int(row[OP_STATE_END])
+        return OpSlices(nid, plan.file, self.sig, self.st[:, s0:s1], self.par[row[OP_PAR]:row[OP_PAR_END]],
+                        plan.io[row[OP_INS]:row[OP_OUTS]], plan.io[row[OP_OUTS]:row[OP_OUTS_END]], self.pose,
+                        plan.initial_state[s0:s1])
 
     # ------------------------------------------------------------ edits
 
@@ -337,6 +225,8 @@ class Instance:
         for off, block in updates:
             self.sig[:, off:off + len(block)] = block
         self.nodes[node_id] = new
+        if node_id in self._inputs:  # its checks follow the new fields (bounds)
+            self._inputs[node_id] = new.write_input(self._ops[node_id], self._everyone)
 
     def port(self, node_id, port):
         """A view of output ``port`` of node ``node_id`` after the last step: a Pose, or the float64 signal block.
@@ -401,6 +291,7 @@ class Instance:
         for name, mine in pairs:
             np.copyto(mine, getattr(state, name))
         self.nodes = dict(state.nodes)
+        self._inputs = {nid: self.nodes[nid].write_input(self._ops[nid], self._everyone) for nid in self.plan.inputs}
 
     def reset(self, time=0.0, characters=None):
         """Set every node's state as at ``time`` seconds (scalar, or one per character) for the characters given (all).
@@ -417,12 +308,10 @@ class Instance:
         if not np.all(np.abs(times) <= TIME_MAX):
             raise GraphError(f"reset time must be finite seconds in [-{TIME_MAX:g}, {TIME_MAX:g}], got {time!r}",
                              file=self.plan.file)
-        places = [slice(so, so + 7) for kind, _, so in self.plan.outputs.values() if kind == "pose"]
-        kept = [self.st[rows, p].copy() for p in places]
         for t in np.unique(times):
-            self.st[rows[times == t]] = self.plan.state(float(t), self.nodes)
-        for p, k in zip(places, kept):
-            self.st[rows, p] = k
+            state, chosen = self.plan.state(float(t), self.nodes), rows[times == t]
+            for (nid, op), (_, s0, s1) in zip(self._ops.items(), self.plan._state_layout):
+                self.nodes[nid].reset(op, chosen, state[s0:s1])  # the node's hook: by default a copy
 
     def _rows(self, characters):
         """Character indices (all when None); GraphError unless whole numbers in [0, batch)."""
@@ -452,18 +341,5 @@ class Instance:
             raise GraphError(f"teleport must be finite and within ±{SIGNAL_MAX:g}", file=self.plan.file)
         if not np.all(np.linalg.norm(r, axis=1) > 1e-6):
             raise GraphError("teleport rot_delta must be a non-zero quaternion (w, x, y, z)", file=self.plan.file)
-        for nid in self.plan.inputs:  # a rate from the change across a teleport would be a jump's
-            a, b = self.plan.ops[self.plan.op(nid), [OP_STATE, OP_STATE_END]]
-            block = self.st[rows, a:b]  # a copy (rows index it): written back
-            self.plan.nodes[nid].restart(block)
-            self.st[rows, a:b] = block
-        for kind, loc, so in self.plan.outputs.values():
-            if kind != "pose":
-                continue
-            for k, c in enumerate(rows):
-                pos, rot = tuple(self.st[c, so:so + 3]), tuple(self.st[c, so + 3:so + 7])
-                pivot = tuple(float(x) for x in self.pose[0][c, loc, 0])
-                turn = qnormalize(tuple(r[k]))
-                moved = qrot(turn, tuple(np.subtract(pos, pivot)))
-                self.st[c, so:so + 3] = np.add(np.add(moved, pivot), d[k])
-                self.st[c, so + 3:so + 7] = qnormalize(qmul(turn, rot))
+        for nid, op in self._ops.items():  # the nodes' hooks: the output node moves its placement
+            self.nodes[nid].teleport(op, rows, d, r)

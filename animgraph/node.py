@@ -66,6 +66,23 @@ kind of op reads it.  Node types without a tile kernel always run that way, so e
 runs on tiles and only the speed differs.  Scratch arrays a tile kernel allocates go into its
 loops as ``views.borrowed`` views, with ``views.alive(array)`` after the last use: a counted
 array costs two atomic operations wherever a loop passes it on (``nodes/blend.py``).
+
+Python hooks (optional, outside the frame): what ``Instance`` does to one op's state and
+signals between steps is the node's own method, all of one signature ``hook(op, rows, ...)``:
+``op`` the op's ``OpSlices`` (views of the instance's buffers), ``rows`` an int64 array of the
+characters to act on.  ``Instance`` calls them and names no node type:
+
+- ``write_input(op, rows)`` -> ``check(value) -> write()``: a graph input (``GRAPH_INPUT``)
+  checks what the caller sets (a GraphError naming the node, changing nothing) and returns
+  the write into its signals (``nodes/input.py``);
+- ``reset(op, rows, state)``: a reset of ``rows`` to ``state`` (the node's state row at the
+  reset time); by default a copy (the output node keeps its world placement);
+- ``teleport(op, rows, pos_delta, rot_delta)``: the characters moved in the world, per row
+  ``(n, 3)`` m and ``(n, 4)`` w-first; by default nothing.
+
+A fresh op's state is its initial row (``Plan.initial_state``), which a compiled step may
+copy to reset an op for chosen characters; a node type whose reset needs more than that row
+(a state that depends on the reset time, or a reset hook) says why in ``RESET``.
 """
 
 from __future__ import annotations
@@ -186,6 +203,21 @@ class ClipRange:
     variant: str = ""  # "" the clip as loaded; "root" / "root_loop" root-relative with root motion
 
 
+@dataclass(frozen=True, eq=False)
+class OpSlices:
+    """One op of a running instance as a node's Python hooks see it: views of the instance's buffers."""
+
+    id: str  # the node id
+    file: object  # the graph file, for errors
+    sig: np.ndarray  # (B, n) float64 signals per character; this op's blocks start at ``ins``/``outs``
+    st: np.ndarray  # (B, state size) float64 this op's state per character
+    par: np.ndarray  # this op's parameters (shared by the characters)
+    ins: np.ndarray  # int64 locators of the op's input ports (pose slot or signal offset; -1 unlinked)
+    outs: np.ndarray  # int64 locators of its output ports
+    pose: tuple  # (pos, rot, scl, vel, ang, svl) float32 (B, slots, J, 3|4) every pose slot per character
+    initial: np.ndarray  # this op's initial state row (a fresh instance's)
+
+
 @dataclass
 class BuildContext:
     """What a node may look at when laying out its parameters and state."""
@@ -237,6 +269,7 @@ class Node(BaseModel):
     VERIFY: ClassVar[object] = None  # the ``animgraph verify`` case: (motion, t, h, rng) -> stencils
     PLUMBING: ClassVar[bool] = False  # graph plumbing (input, constant, output): no op, no verify case
     EXAMPLE: ClassVar[dict] = {}  # fields a newly added node needs besides its defaults (editor palette, generic tests)
+    RESET: ClassVar[str] = ""  # why a reset needs more than the op's initial state row ("": a copy of it does)
 
     @model_validator(mode="before")
     @classmethod
@@ -273,6 +306,19 @@ class Node(BaseModel):
     def state(self, ctx: BuildContext, time: float = 0.0) -> np.ndarray:
         """Initial per-character float64 state (``time`` is the reset time in seconds)."""
         return np.zeros(0)
+
+    # Python hooks (module doc): ``op`` this node's OpSlices, ``rows`` int64 character indices.
+
+    def write_input(self, op: OpSlices, rows: np.ndarray):
+        """Hook of graph inputs: a ``check(value) -> write()`` for what the caller sets on characters ``rows``."""
+        raise NotImplementedError(f"node type {self.type!r} takes no input from the caller")
+
+    def reset(self, op: OpSlices, rows: np.ndarray, state: np.ndarray):
+        """Hook: set characters ``rows`` of this op to ``state``, its state row at the reset time."""
+        op.st[rows] = state
+
+    def teleport(self, op: OpSlices, rows: np.ndarray, pos_delta: np.ndarray, rot_delta: np.ndarray):
+        """Hook: characters ``rows`` moved by ``pos_delta`` (n, 3) m and turned by ``rot_delta`` (n, 4); default nothing."""
 
 
 def _takes_text(annotation):

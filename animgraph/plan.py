@@ -15,31 +15,29 @@
   made by their type's ``clip_variant``: e.g. the sample node's root-relative clip), and
   each node type's per-frame ``CLIP_TABLES`` (the sample node's key table), computed here
   once per plan through the registry: the planner names no node module.
-  Assets are BVH paths relative to the graph file, ``{"path": ..., options}``, or
-  ``"animgraph:NAME"`` for a bundled clip; they must share one skeleton (the same parents).
-  Version-1 graphs read paths raw (times ``scale``); version 2 reads them as
-  ``clipfile.read_clip`` with the asset's ``units``, ``first_frame`` and ``names``.
+  The assets come from ``animgraph.assets`` (loaded once per file version).
+
+``make_plan`` reads as its steps: check, load the clips, build the clip tables, lay out
+the ports (slots and signals), lay out parameters and state, build the op table.
 
 Planning never compiles: an edit re-plans in milliseconds.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from .assets import load_assets
 from .check import check, has_constant
-from .errors import AnimgraphError, GraphError
-from .executor import HEADER_WIDTH, OP_STATE, OP_WIDTH, kinds
-from .graph import BUNDLED_PREFIX, AssetSpec, DatabaseSpec, Graph
+from .errors import GraphError
+from .executor import HEADER_WIDTH, OP_WIDTH, kinds
+from .graph import Graph
 from .instance import Instance
 from .limits import MAX_BATCH, signal_value  # noqa: F401 (MAX_BATCH: plan.MAX_BATCH for callers)
 from .node import REGISTRY, SIGNAL_SIZE, BuildContext, ClipRange
-from .pose import Clip, Skeleton
+from .pose import Skeleton
 
 
 class PlanContext(BuildContext):
@@ -89,6 +87,9 @@ class Plan:
     located: dict = field(default_factory=dict)  # (node id, output port) -> pose slot or signal offset
     reuse_slots: bool = True  # False: no pose slot is shared, every node's output survives the step
     _state_layout: list = field(default_factory=list)  # (id, start, stop) per op
+    # What a fresh instance holds per character: every op's initial state row (``ops[i, OP_STATE:OP_STATE_END]``),
+    # which a compiled step may copy to reset chosen ops for chosen characters (``Node.RESET`` says when not enough).
+    initial_state: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def joints(self):
@@ -162,155 +163,6 @@ def _field_named(node, text):
     """The node's field a message starts with ('index 3 out of range' -> 'index'), else None."""
     first = text.strip("'\" ").split(" ", 1)[0].rstrip(":")
     return first if first in type(node).model_fields and first not in ("id", "type") else None
-
-
-# ---------------------------------------------------------------- assets
-
-
-@functools.lru_cache(maxsize=32)
-def _read_bvh(path, mtime_ns, scale):
-    from .bvh import load_bvh
-
-    return load_bvh(path, scale=scale)
-
-
-@functools.lru_cache(maxsize=32)
-def _read_clip(path, mtime_ns, units, first_frame, names, name):
-    from .clipfile import read_clip
-
-    skel, clip, _ = read_clip(path, units=units, first_frame=first_frame, names=names, name=name)
-    return skel, clip
-
-
-def _user(graph, asset):
-    """(node id, field) of the first node naming ``asset`` in a field, for error messages."""
-    for node in graph.nodes:
-        for name, value in node:
-            if value == asset and name not in ("id", "type"):
-                return node.id, name
-    return None, None
-
-
-def _load_asset(graph, name, spec, file):
-    """(Skeleton, Clip) of one asset; version-2 options via ``_load_asset_v2``; errors name the node using it."""
-    node, port = _user(graph, name)
-    if isinstance(spec, DatabaseSpec):
-        try:
-            return _load_database(graph, name, spec)
-        except AnimgraphError as e:
-            raise GraphError(f"asset {name!r}: {e}", node, port, file) from None
-    path, scale = (spec, 1.0) if isinstance(spec, str) else (spec.path, spec.scale)
-    try:
-        if graph.version >= 2:
-            return _load_asset_v2(graph, name, AssetSpec(path=spec) if isinstance(spec, str) else spec, node, port)
-        if path.startswith(BUNDLED_PREFIX):
-            from . import data
-
-            bundled = path[len(BUNDLED_PREFIX):]
-            if bundled not in data.names():
-                raise GraphError(
-                    f"asset {name!r}: no bundled clip {bundled!r} (bundled: {', '.join(data.names())})",
-                    node, port, file,
-                )
-            skel, clip = data.load(bundled)
-            if scale != 1.0:
-                clip = Clip(skel, clip.pos * scale, clip.rot, clip.scl, clip.dt)
-            return skel, clip
-        full = Path(graph.base_dir) / path
-        if not full.is_file():
-            raise GraphError(f"asset {name!r}: file not found: {full}", node, port, file)
-        stat = os.stat(full)
-        return _read_bvh(str(full.resolve()), stat.st_mtime_ns, float(scale))
-    except GraphError:
-        raise
-    except AnimgraphError as e:
-        raise GraphError(f"asset {name!r}: {e}", node, port, file) from None
-
-
-def _load_asset_v2(graph, name, spec, node, port):
-    """A version-2 asset: the file (a bundled clip's too) read with ``clipfile.read_clip`` and the spec's options."""
-    from . import data
-
-    file = graph.path
-    if spec.path.startswith(BUNDLED_PREFIX):
-        bundled = spec.path[len(BUNDLED_PREFIX):]
-        if bundled not in data.names():
-            raise GraphError(
-                f"asset {name!r}: no bundled clip {bundled!r} (bundled: {', '.join(data.names())})", node, port, file
-            )
-        if (spec.units, spec.first_frame, spec.names) == ("auto", "auto", "auto"):
-            return data.load(bundled)
-        full, clip_name = data.path(bundled), bundled
-    else:
-        full, clip_name = Path(graph.base_dir) / spec.path, None
-        if not full.is_file():
-            raise GraphError(f"asset {name!r}: file not found: {full}", node, port, file)
-    stat = os.stat(full)
-    units = spec.units if spec.units == "auto" else float(spec.units)
-    return _read_clip(str(full.resolve()), stat.st_mtime_ns, units, spec.first_frame, spec.names, clip_name)
-
-
-def _load_database(graph, name, spec):
-    """(Skeleton, Clip) of a database asset: its frames as one clip that carries the ``Database`` (``clip.database``)."""
-    from .database import Database, cached_build
-    from .features import Schema
-
-    def where(label):
-        if label.startswith(BUNDLED_PREFIX):
-            return label
-        return str((Path(graph.base_dir) / label).resolve())
-
-    if isinstance(spec.database, str):
-        db = Database.load(where(spec.database))
-    else:
-        schema = Schema.load(where(spec.features)) if spec.features else None
-        db = cached_build([where(c) for c in spec.database], schema, mirror=spec.mirror)
-    return db.skeleton, db.as_clip()
-
-
-def load_assets(graph, assets=None, skeleton=None):
-    """(skeleton, {name: Clip}) of the graph's assets plus ``assets`` given in memory."""
-    file = graph.path
-    clips, sources = {}, {}
-    for name, spec in graph.assets.items():
-        if assets and name in assets:
-            continue
-        skel, clip = _load_asset(graph, name, spec, file)
-        clips[name], sources[name] = clip, skel
-    for name, value in (assets or {}).items():
-        skel, clip = value if isinstance(value, tuple) else (value.skeleton, value)
-        clips[name], sources[name] = clip, skel
-    first = None  # the asset the others are compared with; None: the skeleton the caller gave
-    for name, skel in sources.items():
-        if skeleton is None:
-            skeleton, first = skel, name
-        elif len(skel) != len(skeleton) or not np.array_equal(skel.parents, skeleton.parents):
-            node, port = _user(graph, name)
-            raise GraphError(
-                f"asset {name!r} has a different skeleton ({len(skel)} joints) from {_source(first)} "
-                f"({len(skeleton)} joints): a graph's assets share one skeleton",
-                node, port, file,
-            )
-        elif _is_database(clips, name, first) and list(skel.names) != list(skeleton.names):
-            # A database's features name joints: clips played beside it must name them alike.
-            node, port = _user(graph, name)
-            diff = next(i for i, (a, b) in enumerate(zip(skel.names, skeleton.names)) if a != b)
-            raise GraphError(
-                f"asset {name!r} has other joint names than {_source(first)} (joint {diff}: "
-                f"{skel.names[diff]!r} vs {skeleton.names[diff]!r}): a database and the clips beside it share "
-                "one skeleton", node, port, file,
-            )
-    return skeleton, clips
-
-
-def _source(first):
-    """How an error names the skeleton assets are compared with."""
-    return "the given skeleton" if first is None else f"asset {first!r}"
-
-
-def _is_database(clips, *names):
-    """Whether any of the assets ``names`` is a motion-matching database (its clip carries ``database``)."""
-    return any(getattr(clips.get(n), "database", None) is not None for n in names)
 
 
 def _offsets(tables):
@@ -413,22 +265,86 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
 
     ``reuse_slots=False``: a debug plan, where no two pose outputs share a slot.
     """
+    checked = _checked(graph, batch, warn)
+    order, nodes = checked.order, {nid: checked.nodes[nid] for nid in checked.order}
+    skeleton, clips = _clips(graph, checked, assets, skeleton)
+    variants = [(name, variant, type(nodes[nid])) for nid in order for name, variant in nodes[nid].clip_variants()]
+    db, ranges, tables = _frame_db(skeleton, clips, variants)
+    ctx = PlanContext(skeleton, ranges, checked.spaces)
+    ports = _lay_out_ports(checked, nodes, reuse_slots)
+    par_ranges, par, state_ranges, initial_state = _lay_out_params_and_state(order, nodes, ctx, graph.path)
+    ops = _op_table(order, nodes, ports.io_ranges, par_ranges, state_ranges)
+    outputs = {nid: (kind, loc, state_ranges[order.index(nid)][0]) for nid, (kind, loc) in ports.outputs.items()}
+    clipbuf, db, tables = _clip_buffer(db, tables)
+    n_slots = max(ports.slots, 1)
+    return Plan(
+        graph=graph,
+        batch=int(batch),
+        skeleton=skeleton,
+        clips=ranges,
+        db=db,
+        tables=tables,
+        order=list(order),
+        nodes=nodes,
+        ops=ops,
+        io=ports.io,
+        pose_io=ports.pose_io,
+        par=par,
+        n_state=len(initial_state),
+        n_slots=n_slots,
+        sig_init=ports.sig_init,
+        table=_table(ops, ports.io, db[3], len(ports.sig_init), n_slots, len(db[3]), len(db[0])),
+        clipbuf=clipbuf,
+        inputs=ports.inputs,
+        outputs=outputs,
+        constants=ports.constants,
+        pruned=checked.pruned,
+        warnings=checked.warnings,
+        ctx=ctx,
+        checked=checked,
+        located=dict(ports.located),
+        reuse_slots=bool(reuse_slots),
+        _state_layout=[(nid, a, b) for nid, (a, b) in zip(order, state_ranges)],
+        initial_state=initial_state,
+    )
+
+
+def _checked(graph, batch, warn):
+    """The checked graph (``check.check``), after refusing a bad ``graph`` or ``batch``."""
     if not isinstance(graph, Graph):
         raise GraphError(f"make_plan: graph must be a Graph, got {type(graph).__name__}")
     if not (isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and 1 <= batch <= MAX_BATCH):
         raise GraphError(f"batch must be a whole number in [1, {MAX_BATCH}], got {batch!r}", file=graph.path)
-    file = graph.path
-    checked = check(graph, file, warn=warn)
-    order, nodes = checked.order, {nid: checked.nodes[nid] for nid in checked.order}
-    uses_pose = any(p.signal == "pose" for nid in order for p in (*checked.inputs[nid].values(), *checked.outputs[nid].values()))
-    skeleton, clips = load_assets(graph, assets, skeleton)
-    if uses_pose and skeleton is None:
-        raise GraphError("the graph has pose nodes but no skeleton: add a clip asset", file=file)
-    variants = [(name, variant, type(nodes[nid])) for nid in order for name, variant in nodes[nid].clip_variants()]
-    db, ranges, tables = _frame_db(skeleton, clips, variants)
-    ctx = PlanContext(skeleton, ranges, checked.spaces)
+    return check(graph, graph.path, warn=warn)
 
-    kind_of = {name: i for i, name in enumerate(kinds())}
+
+def _clips(graph, checked, assets, skeleton):
+    """(skeleton, {name: Clip}) of the graph's assets; a GraphError when pose nodes have no skeleton."""
+    skeleton, clips = load_assets(graph, assets, skeleton)
+    ports = (p for nid in checked.order for p in (*checked.inputs[nid].values(), *checked.outputs[nid].values()))
+    if skeleton is None and any(p.signal == "pose" for p in ports):
+        raise GraphError("the graph has pose nodes but no skeleton: add a clip asset", file=graph.path)
+    return skeleton, clips
+
+
+@dataclass
+class _Ports:
+    """Where every port lives: pose slots and signal blocks (``_lay_out_ports``)."""
+
+    io: np.ndarray  # int64 locator per port, op by op: inputs then outputs
+    pose_io: np.ndarray  # bool per locator: a pose slot
+    io_ranges: list  # (ins start, outs start, outs end) into io per op
+    located: dict  # (node id, output port) -> slot or offset
+    slots: int  # pose slots used
+    sig_init: np.ndarray  # the signal buffer a fresh instance starts from
+    inputs: dict  # input node id -> (caller block offset, kind)
+    outputs: dict  # output node id -> (kind, slot or offset)
+    constants: dict  # (node id, port) -> (offset, kind)
+
+
+def _lay_out_ports(checked, nodes, reuse_slots):
+    """Pose slots by liveness and signal blocks for every port, op by op (module doc)."""
+    order = checked.order
     last_read = {}
     for i, nid in enumerate(order):
         for name, port in checked.inputs[nid].items():
@@ -437,11 +353,10 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
                 last_read[src] = i
     sinks = {nid for nid in order if getattr(nodes[nid], "GRAPH_OUTPUT", False)}
     kept = sinks if reuse_slots else set(order)  # nodes whose pose slots are never given back
-
     slots, located = _Slots(), {}
-    ops, io, pose_io, par_parts, sig_parts = [], [], [], [], []
-    n_par = n_state = n_sig = 0
-    state_layout, inputs, outputs, constants = [], {}, {}, {}
+    io, pose_io, io_ranges, sig_parts = [], [], [], []
+    inputs, outputs, constants = {}, {}, {}
+    n_sig = 0
 
     def sig_block(block):
         nonlocal n_sig
@@ -450,8 +365,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         return n_sig - len(block)
 
     for i, nid in enumerate(order):
-        node = nodes[nid]
-        row = [kind_of[node.type], len(io)]  # the executor's OP_KIND, OP_INS, ... in order
+        node, ins = nodes[nid], len(io)
         for name, port in checked.inputs[nid].items():
             src = checked.feeds.get((nid, name))
             pose_io.append(port.signal == "pose")
@@ -463,7 +377,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
                 io.append(off)
             else:
                 io.append(-1)
-        row.append(len(io))
+        outs = len(io)
         taken = _taken_over(node, nid, i, checked, last_read, kept)
         for name, port in checked.outputs[nid].items():
             pose_io.append(port.signal == "pose")
@@ -474,7 +388,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
             else:
                 located[(nid, name)] = sig_block(np.zeros(SIGNAL_SIZE[port.signal]))
             io.append(located[(nid, name)])
-        row.append(len(io))
+        io_ranges.append((ins, outs, len(io)))
         # Free what this op was the last to read, and its pose outputs nobody reads.
         for src, last in last_read.items():
             if last == i and src[0] not in kept and src not in taken.values():
@@ -482,17 +396,6 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         for name, port in checked.outputs[nid].items():
             if port.signal == "pose" and (nid, name) not in last_read and nid not in kept:
                 slots.give(located[(nid, name)])
-
-        p = _call(node, "params", ctx, file)
-        par_parts.append(p)
-        row += [n_par, n_par + len(p)]
-        n_par += len(p)
-        s = _call(node, "state", ctx, file, 0.0)
-        state_layout.append((nid, n_state, n_state + len(s)))
-        row += [n_state, n_state + len(s)]
-        n_state += len(s)
-        ops.append(row)
-
         if getattr(node, "GRAPH_INPUT", False):
             (name, port), = checked.outputs[nid].items()
             # What the caller writes goes right after the output block, where the kernel reads it.
@@ -502,52 +405,51 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
             inputs[nid] = (caller, port.signal)
         if nid in sinks:
             (name, port), = checked.outputs[nid].items()
-            outputs[nid] = (port.signal, located[(nid, name)], row[OP_STATE])
+            outputs[nid] = (port.signal, located[(nid, name)])
 
-    ops = np.array(ops, dtype=np.int64).reshape(-1, OP_WIDTH)
-    io = np.array(io, dtype=np.int64)
-    pose_io = np.array(pose_io, dtype=np.bool_)
     sig_init = np.concatenate(sig_parts) if sig_parts else np.zeros(0)
     for nid, (off, kind) in inputs.items():  # inputs start at their defaults, as given and as output
         block = _signal_block(kind, nodes[nid].default)
         sig_init[off:off + len(block)] = block
         sig_init[off - len(block):off] = block
-    n_slots = max(slots.count, 1)
-    # The executor reads the clips from one flat buffer: plan.db and plan.tables hold views of it (no second copy).
+    return _Ports(np.array(io, dtype=np.int64), np.array(pose_io, dtype=np.bool_), io_ranges, located, slots.count,
+                  sig_init, inputs, outputs, constants)
+
+
+def _lay_out_params_and_state(order, nodes, ctx, file):
+    """(par ranges, parameters, state ranges, initial state row): each op's ``params`` and ``state`` at 0 s, in order."""
+    par_parts, state_parts, par_ranges, state_ranges = [], [], [], []
+    n_par = n_state = 0
+    for nid in order:
+        p = _call(nodes[nid], "params", ctx, file)
+        s = _call(nodes[nid], "state", ctx, file, 0.0)
+        par_parts.append(p)
+        state_parts.append(s)
+        par_ranges.append((n_par, n_par + len(p)))
+        state_ranges.append((n_state, n_state + len(s)))
+        n_par, n_state = n_par + len(p), n_state + len(s)
+    par = np.concatenate(par_parts) if par_parts else np.zeros(0)
+    return par_ranges, par, state_ranges, np.concatenate(state_parts) if state_parts else np.zeros(0)
+
+
+def _op_table(order, nodes, io_ranges, par_ranges, state_ranges):
+    """The op rows (``OP_WIDTH`` int64 each): node type, then ranges into io, parameters and state."""
+    kind_of = {name: i for i, name in enumerate(kinds())}
+    rows = [[kind_of[nodes[nid].type], *io, *par, *st]  # the executor's OP_KIND, OP_INS, ... in order
+            for nid, io, par, st in zip(order, io_ranges, par_ranges, state_ranges)]
+    return np.array(rows, dtype=np.int64).reshape(-1, OP_WIDTH)
+
+
+def _clip_buffer(db, tables):
+    """(clipbuf, db, tables): the frame arrays and node tables in one flat float32 buffer, and views of it.
+
+    The executor reads the clips from that one buffer: ``plan.db`` and ``plan.tables`` hold views (no second copy).
+    """
     flat = [*db[:3], *(a for arrays in tables.values() for a in arrays)]
     clipbuf = np.ascontiguousarray(np.concatenate([a.ravel() for a in flat]), dtype=np.float32)
     views, at = [], 0
     for a in flat:
         views.append(clipbuf[at:at + a.size].reshape(a.shape))
         at += a.size
-    db = (*views[:3], db[3])
     tables = {kind: tuple(views[3:][k:k + len(arrays)]) for kind, arrays, k in _offsets(tables)}
-    return Plan(
-        graph=graph,
-        batch=int(batch),
-        skeleton=skeleton,
-        clips=ranges,
-        db=db,
-        tables=tables,
-        order=list(order),
-        nodes=nodes,
-        ops=ops,
-        io=io,
-        pose_io=pose_io,
-        par=np.concatenate(par_parts) if par_parts else np.zeros(0),
-        n_state=n_state,
-        n_slots=n_slots,
-        sig_init=sig_init,
-        table=_table(ops, io, db[3], len(sig_init), n_slots, len(db[3]), len(db[0])),
-        clipbuf=clipbuf,
-        inputs=inputs,
-        outputs=outputs,
-        constants=constants,
-        pruned=checked.pruned,
-        warnings=checked.warnings,
-        ctx=ctx,
-        checked=checked,
-        located=dict(located),
-        reuse_slots=bool(reuse_slots),
-        _state_layout=state_layout,
-    )
+    return clipbuf, (*views[:3], db[3]), tables

@@ -295,7 +295,7 @@ class Document:
 
     def _check_reads(self, graph, name):
         """EditError (one line) unless asset ``name`` of ``graph`` reads, with the skeleton of the graph's other assets."""
-        from animgraph.plan import load_assets
+        from animgraph.assets import load_assets
 
         one = Graph.from_dict({"format": "animgraph.graph", "version": graph.version,
                                "assets": {name: graph.to_dict()["assets"][name]}}, file=self.path)

@@ -15,7 +15,7 @@ from animgraph.graph import Graph
 
 def read_skeleton(graph, name):
     """The skeleton of asset ``name`` of ``graph`` (anchored as the graph), or None if it cannot be read."""
-    from animgraph.plan import load_assets
+    from animgraph.assets import load_assets
 
     spec = graph.to_dict()["assets"][name]
     try:

@@ -19,6 +19,7 @@ Values and rates lie within ``±SIGNAL_MAX`` (1e9; ``step`` refuses others; a de
 clamped to it); scalar, int and vec3 values are clamped to ``[min, max]``.
 """
 
+import math
 from typing import ClassVar, Literal, Optional
 
 import numpy as np
@@ -26,6 +27,7 @@ from numba import njit
 from pydantic import Field, model_validator
 
 from animgraph.decay import spring_decay
+from animgraph.errors import GraphError
 from animgraph.limits import MIN_SECONDS, SECONDS_MAX, SIGNAL_MAX, Signal, SignalValue, normalize_value, signal_value
 from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register
 
@@ -148,9 +150,145 @@ class Input(Node):
         """Mark rows of this node's state (n, ST.SIZE) as on their first frame again (a teleport: no rate across it)."""
         state[:, ST.started] = 0.0
 
+    def write_input(self, op, rows):
+        """Hook: ``check(value) -> write()`` of what the caller sets (module doc) into the caller block of ``rows``."""
+        return _checker(self, op, rows)
+
+    def teleport(self, op, rows, pos_delta, rot_delta):
+        """Hook: a rate from the change across a teleport would be a jump's: the next frame is a first one."""
+        block = op.st[rows]  # a copy (rows index it): written back
+        self.restart(block)
+        op.st[rows] = block
+
     def bounds(self):
         """(low, high) that step() clamps scalar, int and vec3 values to (the whole signal range by default)."""
         return (-SIGNAL_MAX if self.min is None else self.min, SIGNAL_MAX if self.max is None else self.max)
 
     def outputs(self):
         return (Port("value", self.signal, "", "the input value and its rate"),)
+
+
+def _unit_facings(a, fail, given):
+    """Trajectory values (n, 12) with their three facings (x, z) made unit; ``fail`` on a zero facing."""
+    a = a.copy()
+    facings = a[:, 6:].reshape(-1, 3, 2)
+    facings /= np.max(np.abs(facings), axis=2, keepdims=True).clip(1e-300)
+    norm = np.linalg.norm(facings, axis=2, keepdims=True)
+    if not np.all(norm > 0.5):
+        fail(f"a trajectory value needs non-zero facings (its last 6 numbers), got {given!r}")
+    a[:, 6:] = (facings / norm).reshape(-1, 6)
+    return a
+
+
+def _checker(node, op, rows):
+    """``check(value) -> write()``: one input's value (and rate) checked, clamped, and its write into the caller block.
+
+    A value applies to every character of ``rows``, or one per character (a leading axis of ``len(rows)``).
+    """
+    kind, name, file = node.signal, op.id, op.file
+    n, size, batch = VALUE_SIZE[kind], SIGNAL_SIZE[kind], len(rows)
+    off = int(op.outs[OUT.value]) + size  # the caller block, right after the output block
+    every = batch == op.sig.shape[0] and np.array_equal(rows, np.arange(batch))
+    sig, at = op.sig, slice(None) if every else rows  # every character: a plain slice (no index array)
+    value_col, rate_col, no_rate_col = off, off + 1 if size > 1 else None, off + size  # no_rate: derive the rate
+    value_block, rate_block, derived = slice(off, off + n), slice(off + n, off + size), kind in DERIVED
+    low, high = node.bounds() if kind in CLAMPED else (-SIGNAL_MAX, SIGNAL_MAX)
+
+    def put(col, values):
+        sig[at, col] = values
+
+    def fail(why):
+        raise GraphError(why, name, "value", file)
+
+    def number(v, what):
+        """A finite float within the signal range from a Python number (bool and int included)."""
+        x = float(v)
+        if not math.isfinite(x):
+            fail(f"{what} is not finite: {v!r}")
+        if not -SIGNAL_MAX <= x <= SIGNAL_MAX:
+            fail(f"{what} {v!r} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]")
+        return x
+
+    def parse(v, width, what):
+        if isinstance(v, (str, bytes, dict, set)) or v is None:
+            fail(f"{what} must be a number or an array of numbers, got {type(v).__name__} {v!r}")
+        try:
+            a = np.asarray(v)
+        except (TypeError, ValueError):
+            fail(f"{what} must be a number or a regular array of numbers, got {v!r}")
+        if a.dtype.kind not in "biuf":
+            fail(f"{what} must be a number or an array of numbers, got {a.dtype} {v!r}")
+        a = a.astype(np.float64)
+        if a.shape == (width,) or (width == 1 and a.shape == ()):
+            a = a.reshape(1, width)
+        elif a.shape == (batch, width) or (width == 1 and a.shape == (batch,)):
+            a = a.reshape(batch, width)
+        else:
+            fail(f"{what} of shape {a.shape}: expected ({width},) or ({batch}, {width}) for a {kind} input")
+        if not np.all(np.isfinite(a)):
+            fail(f"{what} is not finite: {v!r}")
+        if not np.all(np.abs(a) <= SIGNAL_MAX):
+            fail(f"{what} is outside [-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}]: {v!r}")
+        return a
+
+    def single(x, rate, no_rate):
+        """The write of one number (and rate, or none) to every character, clamped to [low, high]."""
+        if kind == "bool":
+            x = float(x != 0)
+        elif kind in CLAMPED and not low <= x <= high:
+            x, rate = min(max(x, low), high), 0.0  # held at the bound: no rate
+        if kind == "int":
+            x = float(math.floor(x + 0.5))
+
+        def write():
+            put(value_col, x)
+            if rate_col is not None:
+                put(rate_col, rate)
+            put(no_rate_col, float(no_rate and derived))
+
+        return write
+
+    def check(value):
+        t = type(value)
+        if t is float or t is int or t is bool:
+            if n != 1:
+                fail(f"a {kind} input needs {n} numbers, got {value!r}")
+            return single(number(value, "value"), 0.0, True)
+        if t is tuple and len(value) == 2 and size > n:
+            val, rate = value
+            if n == 1 and type(val) in (float, int) and type(rate) in (float, int):  # fast path: scalar, rate
+                return single(number(val, "value"), number(rate, "rate"), False)
+        elif t is tuple and size == n:
+            fail(f"a {kind} input has no rate: give the value only")
+        else:
+            val, rate = value, None
+        a = parse(val, n, "value")
+        r = np.zeros((1, size - n)) if rate is None else parse(rate, size - n, "rate")
+        if kind == "quat":
+            a = a / np.max(np.abs(a), axis=1, keepdims=True).clip(1e-300)
+            norm = np.linalg.norm(a, axis=1, keepdims=True)
+            if not np.all(norm > 0.5):
+                fail(f"a quat value needs a non-zero norm, got {val!r}")
+            a = a / norm
+        elif kind == "trajectory":
+            a = _unit_facings(a, fail, val)
+        elif kind == "bool":
+            a = (a != 0).astype(np.float64)
+        elif kind in CLAMPED:
+            held = (a < low) | (a > high)
+            if np.any(held):
+                a = np.clip(a, low, high)
+                if size > n:
+                    r = np.where(held, 0.0, r)  # held at the bound: no rate
+            if kind == "int":
+                a = np.floor(a + 0.5)
+
+        def write():
+            put(value_block, a)
+            if size > n:
+                put(rate_block, r)
+            put(no_rate_col, float(rate is None and derived))
+
+        return write
+
+    return check

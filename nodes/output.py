@@ -50,7 +50,7 @@ IN, OUT = port_indices("OutputIn", INPUTS), port_indices("OutputOut", OUTPUTS)
 POSE_PAR = fields("OutputPosePar", mode=1, every_joint=1)
 # Parameters of a signal output: SIGNAL, and the signal's block size.
 SIGNAL_PAR = fields("OutputSignalPar", mode=1, size=1)
-# State of a pose output (a signal output has none): the world placement (``instance`` reads it at 0..7),
+# State of a pose output (a signal output has none): the world placement (its hooks move and keep it),
 # then the last frame's root motion, the step (s) that followed it and whether there is one.
 ST = fields("OutputSt", pos=3, rot=4, last_vel=3, last_ang=3, last_dt=1, has_last=1)
 
@@ -181,6 +181,7 @@ class Output(Node):
     OUTPUTS = OUTPUTS
     GRAPH_OUTPUT: ClassVar[bool] = True
     IN_PLACE = {"pose": "pose"}  # the placement changes the root joints only (every joint of a global pose)
+    RESET = "a reset keeps the world placement (ST.pos, ST.rot): it restarts the animation, not where the character is"
 
     def _port(self):
         if self.signal == "pose":
@@ -204,3 +205,27 @@ class Output(Node):
             return np.zeros(0)
         # World placement at the origin, identity rotation (w-first); no last frame.
         return ST.pack(pos=ZERO, rot=(1.0, 0.0, 0.0, 0.0), last_vel=ZERO, last_ang=ZERO, last_dt=0.0, has_last=0.0)
+
+    def reset(self, op, rows, state):
+        """Hook: the state of ``rows`` as ``state`` but for the world placement, which stays."""
+        placed = slice(ST.pos, ST.rot + 4)
+        if op.st.shape[1] == 0:
+            return
+        kept = op.st[rows, placed]  # a copy (rows index it)
+        op.st[rows] = state
+        op.st[rows, placed] = kept
+
+    def teleport(self, op, rows, pos_delta, rot_delta):
+        """Hook: the world placement of ``rows`` moved by ``pos_delta`` (m) and turned by ``rot_delta`` about the root.
+
+        It has no velocity, so the next frame's velocities are unchanged (rotated by ``rot_delta`` only).
+        """
+        if self.signal != "pose":
+            return
+        for k, c in enumerate(rows):
+            pos, rot = placement(op.st[c])
+            pivot = tuple(float(x) for x in op.pose[0][c, op.outs[OUT.pose], 0])  # the root where last drawn
+            turn = qnormalize(tuple(rot_delta[k]))  # any non-zero quaternion
+            moved = qrot(turn, tuple(np.subtract(pos, pivot)))
+            op.st[c, ST.pos:ST.pos + 3] = np.add(np.add(moved, pivot), pos_delta[k])
+            op.st[c, ST.rot:ST.rot + 4] = qnormalize(qmul(turn, rot))

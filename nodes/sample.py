@@ -568,6 +568,7 @@ class Sample(Node):
     )
 
     CATEGORY = "sources"
+    RESET = "a reset to time t sets the clock to t: the initial row is a reset to 0 s"
     FIELD_KINDS = {"clip": "clip", "mode": "enum"}
     INPUTS = INPUTS
     MOTION: ClassVar[Port] = OUTPUTS[OUT.motion]

@@ -101,3 +101,28 @@ def test_versions_round_trip_as_loaded(tmp_path):
     props = schema["$defs"]["AssetSpec"]["properties"]
     assert {"units", "first_frame", "names", "scale"} <= set(props)
     assert all(props[k]["description"] for k in ("units", "first_frame", "names"))
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_asset_file_is_read_again_only_when_it_changes(tmp_path, monkeypatch, version):
+    # The editor plans on every edit: the same file version (path, mtime, size, options) is not read twice.
+    import shutil
+
+    from animgraph import assets, bvh, clipfile
+
+    reads = []
+    for module, name in ((bvh, "load_bvh"), (clipfile, "read_clip")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _real=real, **k: reads.append(a[0]) or _real(*a, **k))
+    file = tmp_path / "jog.bvh"
+    shutil.copy(ag.data.path("jog"), file)
+    graph = _graph(tmp_path, {"jog": str(file)}, version=version)
+    first = assets.load_assets(graph)[1]["jog"]
+    again = assets.load_assets(graph)[1]["jog"]
+    assert len(reads) == 1 and again is first
+    # Another version of the file (its size changes): read again, and what it holds is what is planned.
+    text = file.read_text()
+    file.write_text(text.replace("MOTION", "MOTION", 1) + "\n")
+    changed = assets.load_assets(graph)[1]["jog"]
+    assert len(reads) == 2 and changed is not first
+    assert np.array_equal(changed.pos, first.pos)

@@ -5,19 +5,26 @@ declares its palette category, the kinds of its non-numeric fields, and either i
 (reachable as ``ag.ops.<name>``) and verify case, or that it is graph plumbing; every module
 has a test file; kernels have names; and no kernel reads ``par``, ``st``, ``ins``, ``outs``
 or ``db`` through a literal index (fields, ports and tables are named once, in the file).
+The runtime knows no node type (it calls the nodes' hooks), and each op's initial state
+row, which a reset may copy, is what a fresh instance holds.
 """
 
+import ast
 import importlib
 import pkgutil
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import animgraph as ag
 import animgraph.nodes
-from animgraph import verify
-from animgraph.node import CATEGORIES, FIELD_KINDS, REGISTRY
+from animgraph import graphs, verify
+from animgraph.executor import OP_STATE, OP_STATE_END
+from animgraph.instance import Instance
+from animgraph.node import CATEGORIES, FIELD_KINDS, REGISTRY, Node
+from animgraph.plan import make_plan
 
 NODES_DIR = Path(animgraph.nodes.__file__).parent
 TESTS_DIR = Path(__file__).parent
@@ -85,3 +92,40 @@ def test_fields_that_are_more_than_a_number_have_a_kind():
             types.discard(None)
             if types - plain - {"null"} or "enum" in prop or "const" in prop:
                 assert name in cls.FIELD_KINDS, (kind, name, prop)
+
+
+def test_instance_imports_no_node_module_and_names_no_node_type():
+    # The runtime calls the nodes' hooks (``Node.write_input``, ``reset``, ``teleport``): it knows no node type.
+    source = (Path(ag.__file__).parent / "instance.py").read_text(encoding="utf-8")
+    type_names = set(REGISTRY)
+    class_names = {cls.__name__ for cls in REGISTRY.values()}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            assert "nodes" not in (node.module or "").split("."), f"instance.py line {node.lineno} imports a node module"
+            assert not {a.name for a in node.names} & ({"nodes"} | class_names), f"line {node.lineno}"
+        elif isinstance(node, ast.Import):
+            assert not any("nodes" in a.name.split(".") for a in node.names), f"line {node.lineno}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            assert node.value not in type_names, f"instance.py line {node.lineno} names node type {node.value!r}"
+        elif isinstance(node, ast.Name):
+            assert node.id not in class_names, f"instance.py line {node.lineno} names {node.id}"
+        elif isinstance(node, ast.Attribute):
+            assert node.attr not in class_names, f"instance.py line {node.lineno} names {node.attr}"
+
+
+@pytest.mark.parametrize("name", graphs.names())
+def test_the_plan_holds_each_ops_initial_state_as_a_fresh_instance_does(name):
+    plan = make_plan(ag.Graph.load(graphs.path(name)), batch=3)
+    inst = Instance(plan, python=True)  # no executor needed: nothing steps
+    assert plan.initial_state.shape == (plan.n_state,)
+    assert np.array_equal(inst.st, np.broadcast_to(plan.initial_state, inst.st.shape))
+    for i, nid in enumerate(plan.order):
+        s0, s1 = plan.ops[i, [OP_STATE, OP_STATE_END]]
+        node = plan.nodes[nid]
+        fresh = plan.node_state(node, 0.0)  # the node's own state() at time 0, asked again
+        assert np.array_equal(plan.initial_state[s0:s1], fresh), nid
+        # A node whose reset is more than a copy of that row says why in its file.
+        later = plan.node_state(node, 0.7)
+        overrides = type(node).reset is not Node.reset
+        if overrides or not np.array_equal(later, fresh):
+            assert type(node).RESET, f"node type {node.type!r}: its reset needs more than its initial row (RESET)"

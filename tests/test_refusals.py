@@ -285,7 +285,9 @@ def test_every_graph_error_of_nodes_planner_and_assets_passes_node_and_port():
     no field is known (a node's params() returning NaN)."""
     calls = [(p, line, c) for p in sorted((ROOT / "nodes").glob("*.py")) for line, c in _graph_error_calls(p)]
     calls += [(ROOT / "animgraph" / "plan.py", line, c) for line, c in _graph_error_calls(
-        ROOT / "animgraph" / "plan.py", {"_call", "_load_asset", "_load_asset_v2", "_load_database", "load_assets"})]
+        ROOT / "animgraph" / "plan.py", {"_call"})]
+    calls += [(ROOT / "animgraph" / "assets.py", line, c) for line, c in _graph_error_calls(
+        ROOT / "animgraph" / "assets.py", {"load_asset", "_load_asset_v2", "_load_database", "load_assets"})]
     assert len(calls) > 20
     literal_none = []
     for path, line, call in calls:

@@ -555,11 +555,6 @@ def everything_inputs(frame, batch):
 def test_every_node_type_compiled_matches_python_dispatch():
     batch = 4
     plan = ag.compile(graph(EVERYTHING_NODES, EVERYTHING_LINKS), batch=batch)
-    used = {plan.nodes[n].type for n in plan.order}
-    # A node type added later is compared compiled vs Python dispatch in its own test file (one file + its test).
-    for kind in set(executor.kinds()) - used:
-        own = Path(__file__).parent / f"test_node_{REGISTRY[kind].__module__.rsplit('.', 1)[-1]}.py"
-        assert own.is_file() and "python=True" in own.read_text(), f"{kind}: no compiled vs python=True comparison"
     compiled, python = plan.instance(parallel=False), plan.instance(python=True)
     switched = False
     for frame in range(14):
@@ -574,6 +569,35 @@ def test_every_node_type_compiled_matches_python_dispatch():
         switched |= bool(np.any(a["changed"]))
         assert np.all(np.isfinite(a["glob"].vel))
     assert switched, "select switched, so inertialize and dead_blend ran transitions"
+    np.testing.assert_allclose(compiled.st, python.st, atol=1e-6)
+
+
+def test_node_types_beyond_that_graph_match_python_dispatch_in_a_graph_of_their_own():
+    # A node type added later, not in EVERYTHING_NODES: its example between samples and inputs (test_ranges.around),
+    # every such type in one graph (one executor to compile), ids prefixed by type.
+    from test_ranges import around
+
+    nodes, links, frames, version = [], [], [{} for _ in range(6)], 1
+    assets = {"walk": "animgraph:walk", "db": {"database": ["animgraph:walk", "animgraph:run_stop"]}}
+    for kind in sorted(set(executor.kinds()) - {n["type"] for n in EVERYTHING_NODES}):
+        some, joins, inputs = around(kind, {})
+        nodes += [n | {"id": f"{kind}_{n['id']}"} for n in some]
+        links += [[f"{kind}_{a}", f"{kind}_{b}"] for a, b in joins]
+        for i, frame in enumerate(frames):
+            frame.update({f"{kind}_{k}": v for k, v in inputs[i % len(inputs)].items()})
+        version = 3 if any(n.get("database") == "db" for n in some) else version
+    if not nodes:
+        return
+    plan = ag.compile(ag.Graph.from_dict({"format": "animgraph.graph", "version": version, "nodes": nodes, "links": links,
+                                          "assets": assets if version == 3 else {"walk": assets["walk"]}}), batch=3)
+    compiled, python = plan.instance(parallel=False), plan.instance(python=True)
+    for inputs in frames:
+        a, b = frozen(compiled.step(DT, inputs)), python.step(DT, inputs)
+        for k in a:
+            if isinstance(a[k], ag.Pose):
+                assert_pose(a[k], b[k], atol=1e-6)
+            else:
+                np.testing.assert_allclose(a[k], b[k], atol=1e-6, err_msg=k)
     np.testing.assert_allclose(compiled.st, python.st, atol=1e-6)
 
 
