@@ -310,10 +310,19 @@ class Check:
         return ok
 
 
+def reading_clips(editor):
+    """The window as it is once its child process says the clip readers are compiled: clips are read, so
+    joint and clip fields have their choices (this test is about the panel; test_editor_window's first-run
+    test drives the child itself)."""
+    editor.assets_ready = editor.doc.read_assets = True
+    return editor
+
+
 def fields_mode(*graphs):
     """Every node type added to a new graph and to each graph, every field set through its widget."""
     editor = Editor(Document.new())
     editor.build()
+    reading_clips(editor)
     result = {"graphs": [], "types": sorted(REGISTRY), "failures": [], "unset": {}, "set": 0, "refused": 0}
     for graph in [None, *graphs]:
         editor.set_document(Document.new() if graph is None else Document.open(graph), offer=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from display import display  # noqa: F401 (fixture)
 
+from animgraph.cache import cache_dir
 from animgraph.node import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,8 +25,10 @@ GRAPHS = sorted((ROOT / "graphs").glob("*.json"))
 
 def drive(display, tmp_path, mode, *args):
     """Run the driver in ``mode``; its last stdout line as JSON (no user cache or config dir is written)."""
-    env = dict(os.environ, DISPLAY=display, ANIMGRAPH_CACHE=str(tmp_path / "cache"),
-               ANIMGRAPH_CONFIG=str(tmp_path / "config"), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    # The suite's compiled-code cache is shared (nothing but compiled code is written there); config and
+    # autosaves go to tmp_path.
+    env = dict(os.environ, DISPLAY=display, ANIMGRAPH_CACHE=str(cache_dir()),
+               ANIMGRAPH_CONFIG=str(tmp_path / "config"), ANIMGRAPH_AUTOSAVE=str(tmp_path / "autosave"))
     run = subprocess.run([sys.executable, str(ROOT / "tests" / "editor_fields_driver.py"), mode, *map(str, args)],
                          capture_output=True, text=True, timeout=1800, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
