@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from .errors import GraphError
@@ -118,7 +119,8 @@ class Instance:
             self._call = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
         self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
         if lanes:
-            self.tiles = lane_tiles.identity_tiles(rows // lane_tiles.LANES, s, j)
+            # One tile per thread, reused for every tile it walks (``animgraph.tilewalk``): scratch within a frame.
+            self.tiles = lane_tiles.identity_tiles(min(numba.config.NUMBA_NUM_THREADS, rows // lane_tiles.LANES), s, j)
             if plan.reuse_slots:  # the output slots; a debug plan copies every slot out (``port``)
                 keep = [loc for kind, loc, _ in plan.outputs.values() if kind == "pose"]
             else:

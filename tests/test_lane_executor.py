@@ -114,17 +114,43 @@ def weighted_chain():
     return Graph.from_dict(d)
 
 
-def test_tile_kernel_declines_a_mixed_tile():
+@pytest.mark.parametrize("mixed", [20, 36])
+def test_tile_kernel_declines_a_mixed_tile(mixed):
+    # A thread's one tile serves several tiles in turn (``tilewalk``): a tile run lane by lane after or before
+    # tiles on tile kernels leaves nothing behind for them, and finds nothing of theirs.
     skel, clips = chain_assets()
     plan = compile_graph(weighted_chain(), batch=40, assets=clips)
     chars, tiles = plan.instance(lanes=False), plan.instance(lanes=True)
     w = np.ones(40)
-    w[20] = 0.5  # the second tile runs lane by lane, the first and third on tiles
+    w[mixed] = 0.5  # the second or third tile runs lane by lane, the others on tiles
     for _ in range(30):
         want, got = chars.step(1 / 60, {"w": w}), tiles.step(1 / 60, {"w": w})
     values, rates = compare(plan, want, got)
     assert values <= 1e-5 and rates <= 1e-4
-    assert not np.allclose(got["out"].pos[20], got["out"].pos[0], atol=1e-3)  # the half weight took effect
+    assert not np.allclose(got["out"].pos[mixed], got["out"].pos[0], atol=1e-3)  # the half weight took effect
+
+
+def test_slot_copies_lay_out_characters_as_pack_tiles():
+    # tilewalk's copies between a tile and the characters' slots against lanes.pack_tiles (numpy), both ways.
+    from animgraph import tilewalk
+
+    rng = np.random.default_rng(3)
+    rows, slots, joints, slot, c0 = 3 * lanes.LANES, 3, 11, 1, lanes.LANES
+    vecs = rng.normal(size=(rows, 5, slots, joints, 3)).astype(np.float32)
+    rots = rng.normal(size=(rows, slots, joints, 4)).astype(np.float32)
+    tile = np.zeros(slots * joints * lanes.JOINT, np.float32)
+    tilewalk.slot_in(tile, slot, c0, vecs, rots)
+    v = vecs[c0:c0 + lanes.LANES, :, slot]
+    want = lanes.pack_tiles(ag.Pose(v[:, 0], rots[c0:c0 + lanes.LANES, slot], v[:, 1], v[:, 2], v[:, 3], v[:, 4]))
+    size = joints * lanes.JOINT
+    np.testing.assert_array_equal(tile[slot * size:(slot + 1) * size], want[0])
+    assert not tile[:slot * size].any() and not tile[(slot + 1) * size:].any()
+    back_v, back_r = np.zeros_like(vecs), np.zeros_like(rots)
+    tilewalk.slot_out(tile, slot, c0, back_v, back_r)
+    np.testing.assert_array_equal(back_v[c0:c0 + lanes.LANES, :, slot], v)
+    np.testing.assert_array_equal(back_r[c0:c0 + lanes.LANES, slot], rots[c0:c0 + lanes.LANES, slot])
+    back_v[c0:c0 + lanes.LANES, :, slot], back_r[c0:c0 + lanes.LANES, slot] = 0.0, 0.0
+    assert not back_v.any() and not back_r.any()  # nothing else written
 
 
 def test_padded_lanes_are_never_output_and_characters_are_independent():

@@ -1,0 +1,106 @@
+"""What the lane executor's tile walk (``executor.run_tiles``) does besides calling kernels: pose slots between a
+tile and the characters' own slots, and which of the two holds a slot's current value.
+
+A tile is scratch for one frame: every pose slot a tile op reads was written by an earlier op of
+the same frame or is copied in from the characters' slots first (``make_current``), and the
+outputs are copied out at the end.  So one tile per thread serves every tile the thread walks:
+it stays in the core's cache (a 65-joint chain's slots are a few hundred KB), where a tile per
+16 characters kept across frames (megabytes for 1000 characters) was fetched from memory again
+every frame.  Nothing per character lives in a tile between frames: per-character state
+stays in the characters' rows, which is what a reset of chosen ops for chosen characters writes.
+
+Copies run character by character (lane-outer): each character's slot (``vecs[c, f, s]``,
+``rots[c, s]``) is contiguous, so its stores are sequential, while the tile side is read at a
+stride of ``LANES`` floats from a block of ``BLOCK`` joints in L1.  Lane-inner copies stored every number to a
+different character, thousands of bytes apart: measured, that copy was about the whole
+difference between the executor and its kernels called directly.
+"""
+
+from numba import njit
+
+from animgraph.lanes import ANG, JOINT, LANES, POS, ROT, SCL, SVL, VEL
+from animgraph.views import flat
+
+VEC_CHANNELS = (POS, SCL, VEL, ANG, SVL)  # vecs' fields in order: their first channel in a tile joint
+
+
+BLOCK = 8  # joints per pass of a copy: their 8 * 19 rows of LANES floats (10 KB) stay in L1 while 16 characters read them
+
+
+@njit(cache=True)
+def slot_out(tile, slot, c0, vecs, rots):
+    """Copy pose slot ``slot`` of ``tile`` to characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots``."""
+    joints, slots = rots.shape[2], rots.shape[1]
+    v, r = flat(vecs), flat(rots)
+    src = slot * joints * JOINT
+    for j0 in range(0, joints, BLOCK):
+        j1 = min(j0 + BLOCK, joints)
+        for lane in range(LANES):
+            c = c0 + lane
+            for f in range(5):
+                d = ((c * 5 + f) * slots + slot) * joints * 3
+                s = src + VEC_CHANNELS[f] * LANES + lane
+                for j in range(j0, j1):
+                    at = s + j * JOINT
+                    v[d + 3 * j] = tile[at]
+                    v[d + 3 * j + 1] = tile[at + LANES]
+                    v[d + 3 * j + 2] = tile[at + 2 * LANES]
+            d = (c * slots + slot) * joints * 4
+            s = src + ROT * LANES + lane
+            for j in range(j0, j1):
+                at = s + j * JOINT
+                r[d + 4 * j] = tile[at]
+                r[d + 4 * j + 1] = tile[at + LANES]
+                r[d + 4 * j + 2] = tile[at + 2 * LANES]
+                r[d + 4 * j + 3] = tile[at + 3 * LANES]
+
+
+@njit(cache=True)
+def slot_in(tile, slot, c0, vecs, rots):
+    """Copy pose slot ``slot`` of characters ``c0 .. c0 + LANES - 1`` (``vecs``, ``rots``) into ``tile``."""
+    joints, slots = rots.shape[2], rots.shape[1]
+    v, r = flat(vecs), flat(rots)
+    dst = slot * joints * JOINT
+    for j0 in range(0, joints, BLOCK):
+        j1 = min(j0 + BLOCK, joints)
+        for lane in range(LANES):
+            c = c0 + lane
+            for f in range(5):
+                s = ((c * 5 + f) * slots + slot) * joints * 3
+                d = dst + VEC_CHANNELS[f] * LANES + lane
+                for j in range(j0, j1):
+                    at = d + j * JOINT
+                    tile[at] = v[s + 3 * j]
+                    tile[at + LANES] = v[s + 3 * j + 1]
+                    tile[at + 2 * LANES] = v[s + 3 * j + 2]
+            s = (c * slots + slot) * joints * 4
+            d = dst + ROT * LANES + lane
+            for j in range(j0, j1):
+                at = d + j * JOINT
+                tile[at] = r[s + 4 * j]
+                tile[at + LANES] = r[s + 4 * j + 1]
+                tile[at + 2 * LANES] = r[s + 4 * j + 2]
+                tile[at + 3 * LANES] = r[s + 4 * j + 3]
+
+
+@njit(cache=True)
+def make_current(tile, table, at, first, last, pose_io, c0, vecs, rots, current, into_tile):
+    """Slots read by ports ``first .. last-1`` (io entries from ``at``): copied where they are needed (into the tile,
+    or out to the characters) unless ``current`` there already."""
+    for k in range(first, last):
+        q = table[at + k]
+        if pose_io[k] and q >= 0 and not current[q]:
+            if into_tile:
+                slot_in(tile, q, c0, vecs, rots)
+            else:
+                slot_out(tile, q, c0, vecs, rots)
+            current[q] = True
+
+
+@njit(cache=True)
+def mark_written(table, at, first, last, pose_io, here, there):
+    """Slots written by ports ``first .. last-1`` (io entries from ``at``): current ``here``, stale ``there``."""
+    for k in range(first, last):
+        if pose_io[k]:
+            here[table[at + k]] = True
+            there[table[at + k]] = False
