@@ -129,3 +129,16 @@ def test_the_plan_holds_each_ops_initial_state_as_a_fresh_instance_does(name):
         overrides = type(node).reset is not Node.reset
         if overrides or not np.array_equal(later, fresh):
             assert type(node).RESET, f"node type {node.type!r}: its reset needs more than its initial row (RESET)"
+
+
+def test_a_node_that_is_no_graph_input_refuses_write_input_with_a_type_error():
+    # Only graph inputs take values from the caller; asking another node for its writer names the node.
+    plan = make_plan(ag.Graph.load(graphs.path("blend")), batch=2)
+    inst = Instance(plan, python=True)
+    for nid in plan.order:
+        node = plan.nodes[nid]
+        if type(node).write_input is Node.write_input:
+            with pytest.raises(TypeError, match=f"node '{nid}'.*not a graph input"):
+                node.write_input(inst._ops[nid], np.arange(2))
+    assert set(plan.inputs) and not set(plan.inputs) & {n for n in plan.order
+                                                         if type(plan.nodes[n]).write_input is Node.write_input}
