@@ -142,3 +142,37 @@ def test_a_node_that_is_no_graph_input_refuses_write_input_with_a_type_error():
                 node.write_input(inst._ops[nid], np.arange(2))
     assert set(plan.inputs) and not set(plan.inputs) & {n for n in plan.order
                                                          if type(plan.nodes[n]).write_input is Node.write_input}
+
+
+
+def _signal_ports(cls):
+    """Names of the signal input ports of node type ``cls`` (built with its defaults where ports depend on fields)."""
+    return {p.name for p in cls.model_construct().inputs() if p.signal != "pose"}
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_an_unlinked_input_with_a_field_has_one_source_the_planners_constant(kind):
+    # The planner feeds such a port its field as a constant signal; the kernel reads that signal, so the
+    # node's named parameter layouts hold no second copy of the field (its state may hold last frame's value).
+    cls = REGISTRY[kind]
+    fed = _signal_ports(cls) & set(cls.model_fields)
+    module = importlib.import_module(cls.__module__)
+    for name, layout in vars(module).items():
+        if hasattr(type(layout), "WIDTHS") and name.endswith("PAR"):
+            assert not fed & set(type(layout).WIDTHS), f"{kind}: {name} holds {sorted(fed & set(type(layout).WIDTHS))}"
+
+
+@pytest.mark.parametrize("name", graphs.names())
+def test_every_input_with_a_field_reads_a_signal_linked_or_not(name):
+    from animgraph.check import has_constant
+
+    plan = make_plan(ag.Graph.load(graphs.path(name)), batch=1)
+    inst = Instance(plan, python=True)
+    fed = 0
+    for nid in plan.order:
+        node = plan.nodes[nid]
+        for i, port in enumerate(node.inputs()):
+            if has_constant(node, port):
+                assert inst._ops[nid].ins[i] >= 0, (nid, port.name)
+                fed += 1
+    assert fed > 0
