@@ -13,6 +13,7 @@ import pytest
 os.environ.setdefault("ANIMGRAPH_EXECUTOR", "full")
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is set up, to say what it did
 def pytest_configure(config):
     """Under pytest-xdist, fill the compiled-code cache once in the controller before the workers start
     (``tests/warm_cache.py``: otherwise every worker compiles the same executor at once)."""
@@ -28,6 +29,8 @@ def pytest_configure(config):
         line = f"warming the compiled-code cache failed (status {run.returncode}): {run.stderr.strip()[-2000:]}"
     if reporter is not None:
         reporter.write_line(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 @pytest.fixture(autouse=True, scope="session")
