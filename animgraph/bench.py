@@ -39,7 +39,7 @@ import time
 import numpy as np
 from numba import njit
 
-from .nodes.fk import fk_kernel
+from .poseops import fk_kernel
 
 DT = 1.0 / 60.0
 CHAIN_ALPHA = 0.7  # weight of clip b: the 0.3/0.7 blend

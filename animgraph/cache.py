@@ -40,7 +40,8 @@ def source_hash():
     return h.hexdigest()[:16]
 
 
-def _preferred_base():
+def preferred_base():
+    """The directory that should hold animgraph's cached files: $ANIMGRAPH_CACHE, else ~/.cache/animgraph."""
     return os.environ.get("ANIMGRAPH_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "animgraph"
     )
@@ -76,7 +77,7 @@ def cache_dir():
     If that cannot be written (a read-only home, a cache path under a file) a private
     directory in the temporary directory takes its place, with one warning line on stderr.
     """
-    return _usable(Path(_preferred_base()) / source_hash())
+    return _usable(Path(preferred_base()) / source_hash())
 
 
 @functools.lru_cache(maxsize=None)

@@ -191,9 +191,9 @@ def _prepare(name, label, skel, clip, schema, joints):
     except ValueError as e:
         raise AnimgraphError(f"{label}: foot contacts need the joints {', '.join(CONTACT_JOINTS)}: {e}") from None
     rel, motion = preprocess.root_motion_clip(skel, clip, loop=False)
-    from .ops import fk
+    from .poseops import fk_frames
 
-    local = fk(Pose(rel.pos, rel.rot, rel.scl), skel.parents).pos
+    local = fk_frames(Pose(rel.pos, rel.rot, rel.scl), skel.parents).pos
     yaw = preprocess.facing_angle(np.asarray(rel.root_rot, np.float64))
     raw = range_features(schema, joints, local, rel.root_pos, yaw, 1.0 / FPS)
     return _Range(name, rel, motion, contacts.astype(np.float32), raw)
@@ -230,7 +230,7 @@ def build(clips, schema=None, mirror=True, progress=None, labels=None, skip_shor
     or with ``skip_short`` left out with ``warn(line)``. The result passes ``check``, or
     AnimgraphError naming the clip: nothing is returned to write.
     """
-    from .runner import available_memory
+    from . import fileio
     from .fileio import format_size
 
     schema = Schema.default() if schema is None else schema
@@ -260,7 +260,7 @@ def build(clips, schema=None, mirror=True, progress=None, labels=None, skip_shor
             warn(line + ": left out")
     if not kept:
         raise AnimgraphError("no clip long enough to search is left: a database needs one")
-    need, avail = memory_needed([c[1:] for c in kept], schema, mirror), available_memory()
+    need, avail = memory_needed([c[1:] for c in kept], schema, mirror), fileio.available_memory()
     if avail is not None and need > avail:
         big = sorted(kept, key=lambda c: -frames_at_fps(c[3]) * len(c[2]))[:3]
         raise AnimgraphError(

@@ -174,3 +174,18 @@ def format_size(n):
         if n >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n / 2 ** 10:.3g} KiB"
+
+
+def available_memory():
+    """Bytes the system can still give this process (MemAvailable, else free pages), or None if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None

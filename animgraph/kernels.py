@@ -236,15 +236,13 @@ def set_rotation_under(pose, j, par, rot, ang):
 
 
 @njit(cache=True)
-def weight_input(sig, at, default):
-    """A blend weight and its rate (1/s) from the scalar signal at ``sig[at]`` (or ``default``, rate 0 when unlinked).
+def weight_input(sig, at):
+    """A blend weight and its rate (1/s) from the scalar signal at ``sig[at]``.
 
-    Held at the ends of [0, 1]: a clamped weight does not move (NaN counts as 0).
+    An unlinked weight port is fed a constant block from its field by the planner, so ``at`` is always a
+    signal.  Held at the ends of [0, 1]: a clamped weight does not move (NaN counts as 0).
     """
-    if at >= 0:
-        alpha, alpha_vel = sig[at], sig[at + 1]
-    else:
-        alpha, alpha_vel = default, 0.0
+    alpha, alpha_vel = sig[at], sig[at + 1]
     if not alpha > 0.0:
         return 0.0, 0.0
     if alpha > 1.0:

@@ -311,7 +311,7 @@ class Node(BaseModel):
 
     def write_input(self, op: OpSlices, rows: np.ndarray):
         """Hook of graph inputs: a ``check(value) -> write()`` for what the caller sets on characters ``rows``."""
-        raise NotImplementedError(f"node type {self.type!r} takes no input from the caller")
+        raise TypeError(f"node {self.id!r} (type {self.type!r}) is not a graph input: the caller cannot set it")
 
     def reset(self, op: OpSlices, rows: np.ndarray, state: np.ndarray):
         """Hook: set characters ``rows`` of this op to ``state``, its state row at the reset time."""

@@ -25,6 +25,7 @@ from numba import njit
 from .maths import load4, qrot, qslerp, store3, store4
 from .names import mirror_indices
 from .pose import Clip, Pose, Skeleton
+from .poseops import additive_frames, difference_frames, fk_frames
 
 FORWARD = np.array([0.0, 0.0, 1.0])  # the CMU rest pose faces +Z
 UP = 1  # Y
@@ -119,9 +120,7 @@ def resample(clip, fps):
 
 def global_positions(skel, clip):
     """Model-space joint positions (F,J,3) in metres of a clip's local pose."""
-    from .ops import fk
-
-    return fk(Pose(clip.pos, clip.rot, clip.scl), skel.parents).pos
+    return fk_frames(Pose(clip.pos, clip.rot, clip.scl), skel.parents).pos
 
 
 @njit(cache=True)
@@ -154,9 +153,7 @@ def root_track(skel, clip, spine="chest", hips="hips", window=0.5, order=3):
     the same way, renormalised.  Skeletons without the canonical CMU names use
     their root joint for both.
     """
-    from .ops import fk
-
-    glob = fk(Pose(clip.pos, clip.rot, clip.scl), skel.parents)
+    glob = fk_frames(Pose(clip.pos, clip.rot, clip.scl), skel.parents)
     frames = _odd_frames(window, clip.dt)
     pos = glob.pos[:, _joint_or_root(skel, spine)].astype(np.float64)
     pos[:, UP] = 0.0
@@ -322,16 +319,14 @@ def seamless(pose):
     of the last two frames), should be the first; frame k gets k/F of the offset that
     makes it so, so the loop's wrap moves no joint further than a frame's motion.
     """
-    from .ops import additive, difference
-
     frames = pose.pos.shape[0]
     if frames < 3:
         return pose
     last, before = pose[frames - 1], pose[frames - 2]
-    after = additive(last, difference(last, before), 1.0)  # one more frame at the last frame's rate
-    seam = difference(pose[0], after)
+    after = additive_frames(last, difference_frames(last, before), 1.0)  # one more frame at the last frame's rate
+    seam = difference_frames(pose[0], after)
     seams = Pose(*(np.broadcast_to(x, (frames,) + x.shape).copy() for x in seam.as_tuple()))
-    return additive(pose, seams, np.arange(frames) / frames)
+    return additive_frames(pose, seams, np.arange(frames) / frames)
 
 
 def root_motion_clip(skel, clip, loop=False):

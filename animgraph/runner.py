@@ -25,6 +25,7 @@ import numpy as np
 
 from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
+from . import fileio
 from .fileio import atomic_write, check_space, check_writable, format_size
 from .limits import SIGNAL_MAX
 from .node import SIGNAL_SIZE
@@ -89,21 +90,6 @@ def check_input_kinds(plan, values):
                              "values)", name, "value", plan.file)
 
 
-def available_memory():
-    """Bytes the system can still give this process (MemAvailable, else free pages), or None if unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def file_size(plan, frames, out):
     """Estimated bytes of ``out``: .bvh ~13 characters per channel value, .npz every recorded array uncompressed."""
     if out.suffix.lower() == ".bvh":
@@ -129,7 +115,7 @@ def memory_needed(plan, frames, out):
 def check_memory(need, what):
     """An AnimgraphError '<what> would need about N of memory; M is available' when ``need`` bytes are more than
     the system has available (nothing when that is unknown)."""
-    avail = available_memory()
+    avail = fileio.available_memory()  # looked up at the call: tests stand in a small figure
     if avail is not None and need > avail:
         raise AnimgraphError(
             f"{what} would need about {format_size(need)} of memory; {format_size(avail)} is available")

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 import animgraph.graphs
-from animgraph.cache import _preferred_base
+from animgraph.cache import preferred_base
 from animgraph.errors import AnimgraphError
 from animgraph.fileio import atomic_write_text, check_writable_dir
 from animgraph.graph import Graph
@@ -30,7 +30,7 @@ UNTITLED = "untitled.json"
 
 def cache_dir():
     """Where autosaves go that cannot sit beside their graph: $ANIMGRAPH_AUTOSAVE, else <cache base>/autosave."""
-    return Path(os.environ.get("ANIMGRAPH_AUTOSAVE") or Path(_preferred_base()) / "autosave")
+    return Path(os.environ.get("ANIMGRAPH_AUTOSAVE") or Path(preferred_base()) / "autosave")
 
 
 def config_dir():

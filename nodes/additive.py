@@ -17,25 +17,7 @@ from typing import Literal
 from numba import njit
 from pydantic import Field
 
-from animgraph.maths import (
-    ang_to_sa_dx,
-    load_kform,
-    qabs,
-    qinv,
-    qinv_rot,
-    qmul,
-    qrot,
-    store_kform,
-    to_scaled_angle_axis,
-    vadd,
-    vdiv,
-    vexp,
-    vlog,
-    vmul,
-    vscale,
-    vsub,
-    weighted_rot,
-)
+from animgraph.poseops import additive_kernel, difference_kernel  # the formulas (module docstring there)
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import Node, Port, fields, port_indices, register, slot
@@ -51,7 +33,7 @@ INPUTS = (
 )
 OUTPUTS = (Port("pose", "pose", "any", "base with the offset applied, in the base's space"),)
 IN, OUT = port_indices("AdditiveIn", INPUTS), port_indices("AdditiveOut", OUTPUTS)
-PAR = fields("AdditivePar", alpha=1, local_side=1)  # the weight while the alpha port is unlinked; 1: local side
+PAR = fields("AdditivePar", local_side=1)  # 1: local side (alpha: a signal always, the planner feeds an unlinked port its field)
 
 DIFFERENCE_INPUTS = (
     Port("pose", "pose", "any", "pose to reach"),
@@ -63,65 +45,12 @@ DIFFERENCE_OUT = port_indices("DifferenceOut", DIFFERENCE_OUTPUTS)
 DIFFERENCE_PAR = fields("DifferencePar", local_side=1)  # 1: the additive will be applied on the local side
 
 
-@njit(cache=True)
-def additive_kform(base, add, alpha, alpha_vel, local_side):
-    """``base`` with ``add`` applied at weight ``alpha`` (rate ``alpha_vel`` 1/s) on the parent or local side."""
-    bp, br, bsc, bv, bw, bsv = base
-    ap, ar, asc, av, aw, asv = add
-    pos = vadd(bp, vscale(ap, alpha))
-    vel = vadd(vadd(bv, vscale(av, alpha)), vscale(ap, alpha_vel))
-    a = to_scaled_angle_axis(ar)
-    e, e_ang = weighted_rot(a, ang_to_sa_dx(a, aw), alpha, alpha_vel)
-    if local_side:
-        rot = qmul(br, e)
-        ang = vadd(bw, qrot(br, e_ang))
-    else:
-        rot = qmul(e, br)
-        ang = vadd(e_ang, qrot(e, bw))
-    la = vlog(asc)
-    scl = vmul(bsc, vexp(vscale(la, alpha)))
-    svl = vadd(vadd(bsv, vscale(asv, alpha)), vscale(la, alpha_vel))
-    return (pos, rot, scl, vel, ang, svl)
-
-
-@njit(cache=True)
-def difference_kform(pose, ref, local_side):
-    """The additive kineform that takes ``ref`` to ``pose`` at weight 1 on the given side."""
-    pp, pr, psc, pv, pw, psv = pose
-    rp, rr, rsc, rv, rw, rsv = ref
-    if local_side:
-        rot = qabs(qmul(qinv(rr), pr))
-        ang = qinv_rot(rr, vsub(pw, rw))
-    else:
-        rot = qabs(qmul(pr, qinv(rr)))
-        ang = vsub(pw, qrot(rot, rw))
-    return (vsub(pp, rp), rot, vdiv(psc, rsc), vsub(pv, rv), ang, vsub(psv, rsv))
-
-
-@njit(cache=True)
-def additive_kernel(base, add, alpha, alpha_vel, local_side, out):
-    """Apply pose tuple ``add`` to ``base`` row by row into ``out`` (which may alias either)."""
-    for j in range(out[0].shape[0]):
-        k = additive_kform(load_kform(base, j), load_kform(add, j), alpha, alpha_vel, local_side)
-        store_kform(out, j, k)
-
-
-@njit(cache=True)
-def difference_kernel(pose, ref, local_side, out):
-    """Additive pose tuple taking ``ref`` to ``pose``, row by row into ``out`` (which may alias either)."""
-    for j in range(out[0].shape[0]):
-        store_kform(out, j, difference_kform(load_kform(pose, j), load_kform(ref, j), local_side))
 
 
 @njit(cache=True, inline="always")
 def additive_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: apply the add pose to the base pose at the weight (non-finite weights give 0)."""
-    if ins[IN.alpha] >= 0:
-        alpha = sig[ins[IN.alpha]]
-        alpha_vel = sig[ins[IN.alpha] + 1]
-    else:
-        alpha = par[PAR.alpha]
-        alpha_vel = 0.0
+    alpha, alpha_vel = sig[ins[IN.alpha]], sig[ins[IN.alpha] + 1]
     if not (math.isfinite(alpha) and math.isfinite(alpha_vel)):
         alpha = 0.0
         alpha_vel = 0.0
@@ -145,7 +74,7 @@ class Additive(Node):
     OUTPUTS = OUTPUTS
 
     def params(self, ctx):
-        return PAR.pack(alpha=self.alpha, local_side=self.side == "local")
+        return PAR.pack(local_side=self.side == "local")
 
 
 @njit(cache=True, inline="always")

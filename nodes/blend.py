@@ -45,7 +45,7 @@ MOTION_INPUTS = (Port("a", "motion", "", "root motion at alpha 0"), Port("b", "m
                  INPUTS[IN.alpha])
 MOTION_OUTPUTS = (Port("value", "motion", "", "blended root motion"),)
 # The weight while the alpha port is unlinked; the root-motion block size (0: poses are blended).
-PAR = fields("BlendPar", alpha=1, motion_size=1)
+PAR = fields("BlendPar", motion_size=1)  # alpha: a signal always (the planner feeds an unlinked port its field)
 
 
 @njit(cache=True, error_model="numpy")
@@ -163,7 +163,7 @@ def near_rot_row(ar, aw, br, bw, weights, alpha_vel, rot, ang, j):
 @njit(cache=True, inline="always")
 def blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: blend a and b (poses, or root-motion blocks) with the clamped weight."""
-    alpha, alpha_vel = weight_input(sig, ins[IN.alpha], par[PAR.alpha])
+    alpha, alpha_vel = weight_input(sig, ins[IN.alpha])
     if par[PAR.motion_size] > 0.0:  # root motion: a lerp of the two bodies' velocities
         a, b, out = ins[IN.a], ins[IN.b], outs[OUT.pose]
         for c in range(int(par[PAR.motion_size])):
@@ -182,7 +182,7 @@ def blend_tile(ins, outs, par, st, tile, sig, db, dt):
     own_coef = np.empty(5 * NCOEF * LANES, np.float32)
     alpha, alpha_vel, coef = borrowed(own_w), borrowed(own_dw), borrowed(own_coef)  # uncounted in the loops
     for lane in range(LANES):
-        w, dw = weight_input(sig[lane], ins[IN.alpha], par[PAR.alpha])
+        w, dw = weight_input(sig[lane], ins[IN.alpha])
         alpha[lane], alpha_vel[lane] = w, dw
         fill_coefficients(w, coef, lane)
     blend_lanes(tile_slot(tile, ins[IN.a], joints), tile_slot(tile, ins[IN.b], joints), coef, alpha, alpha_vel,
@@ -213,7 +213,7 @@ class Blend(Node):
         return MOTION_OUTPUTS if self.signal == "motion" else self.OUTPUTS
 
     def params(self, ctx):
-        return PAR.pack(alpha=self.alpha, motion_size=SIGNAL_SIZE["motion"] if self.signal == "motion" else 0)
+        return PAR.pack(motion_size=SIGNAL_SIZE["motion"] if self.signal == "motion" else 0)
 
 
 def blend(a, b, alpha, alpha_vel=0.0):

@@ -9,8 +9,7 @@ from typing import Literal
 from numba import njit
 
 from animgraph.lanes import fk_tile as fk_lanes, tile_slot
-from animgraph.kernels import flat_pose, row_kform, set_row_kform
-from animgraph.maths import kmul, kmul_unit, unit_frame
+from animgraph.poseops import fk_kernel  # the formula, shared with clip preparation
 from animgraph.node import DB_PARENTS, Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, parents_arg, pose_arg
 from animgraph.stencil import stencil
@@ -20,17 +19,6 @@ OUTPUTS = (Port("pose", "pose", "global", "model-space pose"),)
 IN, OUT = port_indices("FKIn", INPUTS), port_indices("FKOut", OUTPUTS)
 
 
-@njit(cache=True)
-def fk_kernel(local, parents, out):
-    """Global pose tuple ``out`` from local pose tuple ``local`` (C-contiguous; rows ordered parents first)."""
-    loc, glob = flat_pose(local), flat_pose(out)  # rows at constant strides: fewer address sums per joint
-    for j in range(parents.shape[0]):
-        k = row_kform(loc, j)
-        p = parents[j]
-        if p >= 0:
-            g = row_kform(glob, p)
-            k = kmul_unit(g, k) if unit_frame(g) else kmul(g, k)  # the common case: a third less work
-        set_row_kform(glob, j, k)
 
 
 @njit(cache=True, inline="always")

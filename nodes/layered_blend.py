@@ -18,7 +18,7 @@ from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.kernels import weight_input
 from animgraph.limits import JointName, unit_field
 from animgraph.maths import blend_kform, load_kform, store_kform
-from animgraph.node import Node, Port, fields, port_indices, register, slot
+from animgraph.node import Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.stencil import stencil
 
@@ -32,7 +32,7 @@ INPUTS = (
 )
 OUTPUTS = (Port("pose", "pose", "any", "the layered pose, in the inputs' space"),)
 IN, OUT = port_indices("LayeredBlendIn", INPUTS), port_indices("LayeredBlendOut", OUTPUTS)
-PAR = fields("LayeredBlendPar", alpha=1)  # then one mask weight per joint, from PAR.SIZE
+# Parameters: one mask weight per joint (alpha is a signal always: the planner feeds an unlinked port its field).
 
 
 @njit(cache=True, error_model="numpy")
@@ -45,9 +45,9 @@ def layered_blend_kernel(base, layer, mask, alpha, alpha_vel, out):
 
 @njit(cache=True, inline="always")
 def layered_blend_node(ins, outs, par, st, pose, sig, db, dt):
-    """The executor's call: base and layer slots, the weight input (or field), the mask from the parameters."""
-    alpha, alpha_vel = weight_input(sig, ins[IN.alpha], par[PAR.alpha])
-    layered_blend_kernel(slot(pose, ins[IN.base]), slot(pose, ins[IN.layer]), par[PAR.SIZE:], alpha, alpha_vel,
+    """The executor's call: base and layer slots, the weight signal, the mask (the parameters)."""
+    alpha, alpha_vel = weight_input(sig, ins[IN.alpha])
+    layered_blend_kernel(slot(pose, ins[IN.base]), slot(pose, ins[IN.layer]), par, alpha, alpha_vel,
                          slot(pose, outs[OUT.pose]))
 
 
@@ -92,9 +92,9 @@ class LayeredBlend(Node):
     OUTPUTS = OUTPUTS
 
     def params(self, ctx):
-        """The overall weight, then the per-joint mask (plan time: joint names to weights)."""
+        """The per-joint mask (plan time: joint names to weights)."""
         roots = [(ctx.joint(self, "branches", b.joint), b.weight, b.depth) for b in self.branches]
-        return np.concatenate([PAR.pack(alpha=self.alpha), mask_weights(ctx.skeleton.parents, roots)])
+        return mask_weights(ctx.skeleton.parents, roots)
 
 
 def layered_blend(base, layer, mask, alpha=1.0, alpha_vel=0.0):

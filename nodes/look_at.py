@@ -37,8 +37,8 @@ INPUTS = (
 )
 OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the joint turned"),)
 IN, OUT = port_indices("LookAtIn", INPUTS), port_indices("LookAtOut", OUTPUTS)
-# joint index, forward axis (joint frame), weight (the ``weight`` port's value when it is unlinked)
-PAR = fields("LookAtPar", joint=1, forward=3, weight=1)
+# joint index, forward axis (joint frame) (weight: a signal always, the planner feeds an unlinked port its field)
+PAR = fields("LookAtPar", joint=1, forward=3)
 
 
 @njit(cache=True)
@@ -76,9 +76,7 @@ def look_at_node(ins, outs, par, st, pose, sig, db, dt):
     t = ins[IN.target]
     tpos = (sig[t], sig[t + 1], sig[t + 2])
     tvel = (sig[t + 3], sig[t + 4], sig[t + 5])
-    w, dw = par[PAR.weight], 0.0
-    if ins[IN.weight] >= 0:
-        w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
+    w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
     fwd = (par[PAR.forward], par[PAR.forward + 1], par[PAR.forward + 2])
     j = int(par[PAR.joint])
     out = slot(pose, outs[OUT.pose])
@@ -111,7 +109,7 @@ class LookAt(Node):
 
     def params(self, ctx):
         j = ctx.joint(self, "joint", self.joint)
-        return PAR.pack(joint=j, forward=self.forward, weight=self.weight)
+        return PAR.pack(joint=j, forward=self.forward)
 
 
 def look_at(local, parents, joint, target_pos, target_vel=(0.0, 0.0, 0.0), forward=(0.0, 0.0, 1.0), weight=1.0,

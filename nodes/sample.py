@@ -111,8 +111,9 @@ OUTPUTS = (
     Port("right_contact", "bool", "", "the right toe is planted at the sampled time (the clip's nearest key)"),
 )
 IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
-# The clip's frames in the graph's frame array, its frame time (s), and the flags and rate of the fields.
-PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, rate=1, root_motion=1, contacts=1)
+# The clip's frames in the graph's frame array, its frame time (s), and the flags of the fields (the rate is a
+# signal: the planner feeds an unlinked rate port its field).
+PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1)
 ST = fields("SampleSt", clock=1)  # the own clock (s)
 
 
@@ -490,7 +491,7 @@ def sample_time(ins, par, st, sig):
         if not (math.isfinite(t) and math.isfinite(rate)):
             return 0.0, 0.0
         return t, rate
-    rate = sig[ins[IN.rate]] if ins[IN.rate] >= 0 else par[PAR.rate]
+    rate = sig[ins[IN.rate]]  # the planner feeds an unlinked rate port its field
     return st[ST.clock], rate if math.isfinite(rate) else 0.0
 
 
@@ -601,7 +602,7 @@ class Sample(Node):
             raise GraphError(f"contacts need the skeleton's toes {' and '.join(TOES)} (canonical names)",
                              node=self.id, port="contacts")
         return PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
-                        rate=self.rate, root_motion=self.root_motion, contacts=self.contacts)
+                        root_motion=self.root_motion, contacts=self.contacts)
 
     def state(self, ctx, time=0.0):
         """The own clock (s), set so that the first frame after a reset shows exactly ``time``."""

@@ -30,7 +30,7 @@ OUTPUTS = (
 )
 OUT = port_indices("SelectOut", OUTPUTS)  # 'pose' is 'value' for a signal: the same position
 # The number of inputs, the index used while the index port is unlinked, the signal block size (0: poses).
-PAR = fields("SelectPar", count=1, index=1, size=1)
+PAR = fields("SelectPar", count=1, size=1)  # index: a signal always (the planner feeds an unlinked port its field)
 ST = fields("SelectSt", index=1)  # the previous frame's index; -1 after a reset
 
 
@@ -50,7 +50,7 @@ def select_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: copy the chosen input (pose slot or signal block) to the output; flag a change."""
     count = int(par[PAR.count])
     index_port = count  # the index port follows in0 .. in{count-1}
-    index = clamp_index(sig[ins[index_port]] if ins[index_port] >= 0 else par[PAR.index], count)
+    index = clamp_index(sig[ins[index_port]], count)
     src = ins[index]
     dst = outs[OUT.pose]
     size = int(par[PAR.size])
@@ -98,7 +98,7 @@ class Select(Node):
 
     def params(self, ctx):
         size = 0 if self.signal == "pose" else SIGNAL_SIZE[self.signal]
-        return PAR.pack(count=self.count, index=self.index, size=size)
+        return PAR.pack(count=self.count, size=size)
 
     def state(self, ctx, time=0.0):
         """Previous index; -1 means no previous frame (the next frame is not a change)."""

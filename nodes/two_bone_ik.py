@@ -30,8 +30,8 @@ INPUTS = (
 )
 OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose with the chain solved"),)
 IN, OUT = port_indices("TwoBoneIKIn", INPUTS), port_indices("TwoBoneIKOut", OUTPUTS)
-# joint indices of the chain, the mid joint's hinge axis, weight (the ``weight`` port's value when it is unlinked)
-PAR = fields("TwoBoneIKPar", root=1, mid=1, end=1, hinge=3, weight=1)
+# joint indices of the chain, the mid joint's hinge axis (weight: a signal always, the planner feeds an unlinked port its field)
+PAR = fields("TwoBoneIKPar", root=1, mid=1, end=1, hinge=3)
 
 # ---------------------------------------------------------------- kernel
 
@@ -52,9 +52,7 @@ def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
     t = ins[IN.target]
     tpos = (sig[t], sig[t + 1], sig[t + 2])
     tvel = (sig[t + 3], sig[t + 4], sig[t + 5])
-    w, dw = par[PAR.weight], 0.0
-    if ins[IN.weight] >= 0:
-        w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
+    w, dw = sig[ins[IN.weight]], sig[ins[IN.weight] + 1]
     hinge = (par[PAR.hinge], par[PAR.hinge + 1], par[PAR.hinge + 2])
     ja, jb, jc = int(par[PAR.root]), int(par[PAR.mid]), int(par[PAR.end])
     out = slot(pose, outs[OUT.pose])
@@ -72,9 +70,7 @@ def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
     tpos, tvel = borrowed(own_p), borrowed(own_v)  # uncounted in the loops (as every scratch below)
     for lane in range(LANES):
         s = sig[lane]
-        w, dw = par[PAR.weight], 0.0
-        if ins[IN.weight] >= 0:
-            w, dw = s[ins[IN.weight]], s[ins[IN.weight] + 1]
+        w, dw = s[ins[IN.weight]], s[ins[IN.weight] + 1]
         if w != 1.0 or dw != 0.0:
             return False
         for c in range(3):
@@ -146,7 +142,7 @@ class TwoBoneIK(Node):
         msg = check_chain(ctx.skeleton.parents, root, mid, end)
         if msg:
             raise GraphError(msg, node=self.id, port="root")
-        return PAR.pack(root=root, mid=mid, end=end, hinge=self.hinge, weight=self.weight)
+        return PAR.pack(root=root, mid=mid, end=end, hinge=self.hinge)
 
 
 # ---------------------------------------------------------------- op

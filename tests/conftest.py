@@ -1,6 +1,8 @@
 """Shared fixtures: bundled clips, and the test-only CMU clips read from ../shared."""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,25 @@ import pytest
 # types (animgraph.executor.load).  Tests of that first-run path unset this themselves.
 os.environ.setdefault("ANIMGRAPH_EXECUTOR", "full")
 
+
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is set up, to say what it did
+def pytest_configure(config):
+    """Under pytest-xdist, fill the compiled-code cache once in the controller before the workers start
+    (``tests/warm_cache.py``: otherwise every worker compiles the same executor at once)."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", 0):
+        return  # a worker (the controller warmed it) or a run in one process (its first test compiles)
+    if config.option.collectonly:
+        return
+    run = subprocess.run([sys.executable, str(Path(__file__).with_name("warm_cache.py"))], capture_output=True,
+                         text=True, timeout=3600)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    line = (run.stdout.strip().splitlines() or [""])[-1]
+    if run.returncode != 0:  # the tests that compile will say what fails; the cache is only slower to fill
+        line = f"warming the compiled-code cache failed (status {run.returncode}): {run.stderr.strip()[-2000:]}"
+    if reporter is not None:
+        reporter.write_line(line)
+    else:
+        print(line, file=sys.stderr)
 
 
 @pytest.fixture(autouse=True, scope="session")

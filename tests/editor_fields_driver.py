@@ -211,8 +211,11 @@ class Check:
         return self.editor.doc
 
     def problems(self):
-        """The nodes the graph's problems are about (a new node's unlinked input is one before and after an edit)."""
-        return {p.node for p in self.doc.validate().problems}
+        """The nodes the graph's problems are about (a new node's unlinked input is one before and after an edit).
+
+        Validated as the editor's preview validates (``reuse_slots=False``), so the document's validation of
+        this revision, cached, serves both: one plan per edit, not three."""
+        return {p.node for p in self.doc.validate(reuse_slots=False).problems}
 
     def fail(self, nid, path, text):
         self.failures.append(f"{self.label} {nid} {'.'.join(map(str, path))}: {text}")

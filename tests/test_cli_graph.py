@@ -276,14 +276,14 @@ def test_usage_errors_are_one_line(capsys, argv):
 
 def test_memory_estimate_names_the_out_file(capsys, tmp_path, monkeypatch):
     """A run bigger than the available memory is refused before it starts, saying how much it needs."""
-    from animgraph import runner
+    from animgraph import fileio
 
-    monkeypatch.setattr(runner, "available_memory", lambda: 2 ** 20)
+    monkeypatch.setattr(fileio, "available_memory", lambda: 2 ** 20)
     out = tmp_path / "x.npz"
     status, text, err = run_cli(capsys, "run", BLEND, "--frames", 1000, "--batch", 4, "--out", out)
     assert_one_line_error(status, text, err, [BLEND, "--batch 4", "--frames 1000", str(out), "1 MiB is available"])
     assert list(tmp_path.iterdir()) == []
-    monkeypatch.setattr(runner, "available_memory", lambda: None)  # unknown: no refusal
+    monkeypatch.setattr(fileio, "available_memory", lambda: None)  # unknown: no refusal
     assert run_cli(capsys, "run", BLEND, "--frames", 2)[0] == 0
 
 

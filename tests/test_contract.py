@@ -129,3 +129,50 @@ def test_the_plan_holds_each_ops_initial_state_as_a_fresh_instance_does(name):
         overrides = type(node).reset is not Node.reset
         if overrides or not np.array_equal(later, fresh):
             assert type(node).RESET, f"node type {node.type!r}: its reset needs more than its initial row (RESET)"
+
+
+def test_a_node_that_is_no_graph_input_refuses_write_input_with_a_type_error():
+    # Only graph inputs take values from the caller; asking another node for its writer names the node.
+    plan = make_plan(ag.Graph.load(graphs.path("blend")), batch=2)
+    inst = Instance(plan, python=True)
+    for nid in plan.order:
+        node = plan.nodes[nid]
+        if type(node).write_input is Node.write_input:
+            with pytest.raises(TypeError, match=f"node '{nid}'.*not a graph input"):
+                node.write_input(inst._ops[nid], np.arange(2))
+    assert set(plan.inputs) and not set(plan.inputs) & {n for n in plan.order
+                                                         if type(plan.nodes[n]).write_input is Node.write_input}
+
+
+
+def _signal_ports(cls):
+    """Names of the signal input ports of node type ``cls`` (built with its defaults where ports depend on fields)."""
+    return {p.name for p in cls.model_construct().inputs() if p.signal != "pose"}
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_an_unlinked_input_with_a_field_has_one_source_the_planners_constant(kind):
+    # The planner feeds such a port its field as a constant signal; the kernel reads that signal, so the
+    # node's named parameter layouts hold no second copy of the field (its state may hold last frame's value).
+    cls = REGISTRY[kind]
+    fed = _signal_ports(cls) & set(cls.model_fields)
+    module = importlib.import_module(cls.__module__)
+    for name, layout in vars(module).items():
+        if hasattr(type(layout), "WIDTHS") and name.endswith("PAR"):
+            assert not fed & set(type(layout).WIDTHS), f"{kind}: {name} holds {sorted(fed & set(type(layout).WIDTHS))}"
+
+
+@pytest.mark.parametrize("name", graphs.names())
+def test_every_input_with_a_field_reads_a_signal_linked_or_not(name):
+    from animgraph.check import has_constant
+
+    plan = make_plan(ag.Graph.load(graphs.path(name)), batch=1)
+    inst = Instance(plan, python=True)
+    fed = 0
+    for nid in plan.order:
+        node = plan.nodes[nid]
+        for i, port in enumerate(node.inputs()):
+            if has_constant(node, port):
+                assert inst._ops[nid].ins[i] >= 0, (nid, port.name)
+                fed += 1
+    assert fed > 0

@@ -1,8 +1,11 @@
-"""Layering: a node module imports no other node module; the bottom-layer modules import no node module.
+"""Layering: no node module reaches another node module's code by any path; the bottom layer imports no node module.
 
 Shared helpers live in modules named by what they hold (``animgraph.kernels``, ``maths``, ``views``,
-``ik``, ``offsets``, ``args``, ``limits`` ...), which every node may import.  Checked on
-the source with ``ast``, so an import inside a function counts too.
+``ik``, ``offsets``, ``args``, ``limits``, ``poseops``, ``preprocess`` ...), which every node may import.
+Checked on the source with ``ast``, so an import inside a function counts too, and followed through
+every animgraph module a node imports (``nodes/sample.py`` -> ``preprocess`` -> ``ops`` would be a path to
+every node).  ``from animgraph import x`` counts as importing ``animgraph.x``; a bare ``import animgraph``
+counts as the whole package, nodes included.
 """
 
 import ast
@@ -17,7 +20,8 @@ NODES = Path(animgraph.nodes.__path__[0])
 CORE = Path(animgraph.__path__[0])
 # The bottom layer: what node modules share.  Each may import only these (and pose, errors)
 # from animgraph, never a node module, the node contract or the planner.
-BOTTOM = ("kernels", "maths", "ik", "offsets", "decay", "args", "limits", "lanes", "lanes_ops", "lanes_ik", "views")
+BOTTOM = ("kernels", "maths", "ik", "offsets", "decay", "args", "limits", "lanes", "lanes_ops", "lanes_ik", "views",
+          "poseops", "kform", "preprocess", "names")
 BOTTOM_MAY_IMPORT = set(BOTTOM) | {"pose", "errors"}
 
 
@@ -70,6 +74,58 @@ def above_bottom(path):
     return out
 
 
+def _module_path(name):
+    """The source file of animgraph module ``name`` (``animgraph``, ``animgraph.x``, ``animgraph.nodes.x``), or None."""
+    parts = name.split(".")
+    if parts[0] != "animgraph" or len(parts) > 3 or (len(parts) == 3 and parts[1] != "nodes"):
+        return None
+    if len(parts) == 1:
+        return CORE / "__init__.py"
+    if parts[1] == "nodes":
+        path = NODES / "__init__.py" if len(parts) == 2 else NODES / f"{parts[2]}.py"
+    else:
+        path = CORE / f"{parts[1]}.py"
+        if not path.exists():
+            path = CORE / parts[1] / "__init__.py"
+    return path if path.exists() else None
+
+
+def _imports_of(name):
+    """The animgraph modules module ``name``'s source imports (names of objects resolved to their module)."""
+    path = _module_path(name)
+    if path is None:
+        return set()
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for _, m in animgraph_imports(path.read_text(encoding="utf-8"), package):
+        # ``from animgraph.x import y``: y is a module (animgraph.x.y) or a name in animgraph.x.
+        while _module_path(m) is None:
+            m = m.rsplit(".", 1)[0]
+        if m != name:
+            out.add(m)
+    return out
+
+
+def reached(name):
+    """{module: the import path from ``name``} of every animgraph module ``name`` reaches through imports."""
+    paths, todo = {name: [name]}, [name]
+    while todo:
+        here = todo.pop()
+        for m in sorted(_imports_of(here)):
+            if m not in paths:
+                paths[m] = paths[here] + [m]
+                if m != "animgraph":  # the package itself: every node, flagged below, not followed
+                    todo.append(m)
+    return paths
+
+
+def other_nodes_reached(path):
+    """[' -> '.join(import path)] to every other node module (or the whole package) node module ``path`` reaches."""
+    own = f"animgraph.nodes.{path.stem}"
+    return [" -> ".join(via) for m, via in sorted(reached(own).items())
+            if m == "animgraph" or (m.startswith("animgraph.nodes") and m != own)]
+
+
 def test_every_node_module_is_checked():
     names = {p.stem for p in node_modules()}
     assert {"blend", "additive", "inertialize", "dead_blend", "tracking_spring", "two_bone_ik", "foot_lock",
@@ -81,6 +137,31 @@ def test_node_module_imports_no_other_node_module(path):
     bad = sibling_imports(path)
     assert not bad, f"nodes/{path.name} imports node modules: " + ", ".join(f"{m} (line {n})" for n, m in bad) + \
         " — move shared helpers to a bottom-layer module (animgraph.kernels, maths, ik, offsets, args, limits)"
+
+
+@pytest.mark.parametrize("path", node_modules(), ids=lambda p: p.stem)
+def test_node_module_reaches_no_other_node_module_by_any_path(path):
+    bad = other_nodes_reached(path)
+    assert not bad, f"nodes/{path.name} reaches other node modules: " + "; ".join(bad)
+
+
+def test_the_transitive_check_follows_a_path_through_core_modules(tmp_path, monkeypatch):
+    # A node module importing a core module that imports ``ops`` (which imports every node) is flagged,
+    # with the path; the same node importing only the bottom layer is not.
+    core, nodes = tmp_path / "animgraph", tmp_path / "animgraph" / "nodes"
+    nodes.mkdir(parents=True)
+    (core / "__init__.py").write_text("from . import nodes\n")
+    (nodes / "__init__.py").write_text("from . import a, b\n")
+    (core / "ops.py").write_text("import animgraph.nodes\n")
+    (core / "prep.py").write_text("def f():\n    from .ops import fk\n")
+    (core / "maths.py").write_text("")
+    (nodes / "a.py").write_text("from animgraph.prep import f\nfrom animgraph.maths import x\n")
+    (nodes / "b.py").write_text("from animgraph.maths import x\n")
+    monkeypatch.setitem(globals(), "NODES", nodes)
+    monkeypatch.setitem(globals(), "CORE", core)
+    bad = other_nodes_reached(nodes / "a.py")
+    assert bad and any("animgraph.prep -> animgraph.ops -> animgraph.nodes" in b for b in bad), bad
+    assert other_nodes_reached(nodes / "b.py") == []
 
 
 @pytest.mark.parametrize("name", BOTTOM)

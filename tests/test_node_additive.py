@@ -252,10 +252,9 @@ def run_node(node, a, b, alpha_sig=None, out_slot=2):
     """Call the kernel with inputs in slots 0 and 1, the output in ``out_slot``; return the output pose."""
     pose = tuple(np.ascontiguousarray(np.stack([x, y, np.zeros_like(x)])) for x, y in zip(a.as_tuple(), b.as_tuple()))
     sig = np.zeros(4)
-    ins = np.array([0, 1, -1][: len(node.inputs())], np.int64)
-    if alpha_sig is not None:
-        sig[2:4] = alpha_sig
-        ins[2] = 2
+    ins = np.array([0, 1, 2][: len(node.inputs())], np.int64)
+    if len(node.inputs()) == 3:  # unlinked: the field alpha at rate 0, the constant block the planner feeds the port
+        sig[2:4] = (node.alpha, 0.0) if alpha_sig is None else alpha_sig
     par = node.params(None)
     type(node).KERNEL(ins, np.array([out_slot], np.int64), par, node.state(None), pose, sig, (), 1 / 60)
     return ag.Pose(*(p[out_slot].copy() for p in pose))

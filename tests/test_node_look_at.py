@@ -50,7 +50,7 @@ def unit(v):
 
 def test_bad_parameters_are_refused():
     ctx = BuildContext(skeleton=leg_skeleton())
-    assert list(LookAt(id="aim", joint="toe").params(ctx)) == [4, 0.0, 0.0, 1.0, 1.0]
+    assert list(LookAt(id="aim", joint="toe").params(ctx)) == [4, 0.0, 0.0, 1.0]
     assert list(LookAt(id="aim", joint="toe", forward=(0, 2, 0)).params(ctx))[1:4] == [0.0, 1.0, 0.0]
     with pytest.raises(ValidationError):
         LookAt(id="aim", joint="toe", target=[0, 0, 0])  # unknown key

@@ -317,7 +317,9 @@ class Harness:
         j = len(clip.skeleton)
         self.pose = tuple(np.zeros((slots, j, 4 if f == 1 else 3), np.float32) for f in range(6))
         self.sig = np.zeros(8)
-        self.ins = np.array([-1, -1], np.int64)
+        # time unlinked; the rate port fed the field as the planner feeds an unlinked port (a constant block)
+        self.sig[6:8] = (node.rate, 0.0)
+        self.ins = np.array([-1, 6], np.int64)
         self.outs = np.array([1], np.int64)
 
     def reset(self, time=0.0):
@@ -331,7 +333,7 @@ class Harness:
 def test_params_layout():
     clip = synthetic_clip()
     h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=False, rate=0.5))
-    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0.5, 0, 0])
+    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0, 0])  # the rate is a signal, not a parameter
 
 
 @pytest.mark.parametrize("mode,loop", MODES)

@@ -85,8 +85,9 @@ class Harness:
             np.ascontiguousarray(np.stack([getattr(p, f) for p in poses] + [np.zeros_like(getattr(poses[0], f))]))
             for f in FIELDS
         )
-        self.sig = np.zeros(2)
-        self.ins = np.array(list(range(node.count)) + [0 if linked else -1], np.int64)
+        # sig[0]: a linked index; sig[1]: changed; sig[2]: the field, as the planner feeds an unlinked index port
+        self.sig = np.array([0.0, 0.0, node.index])
+        self.ins = np.array(list(range(node.count)) + [0 if linked else 2], np.int64)
         self.outs = np.array([node.count, 1], np.int64)
         self.par = node.params(None)
         self.reset()

@@ -120,7 +120,7 @@ def test_bad_parameters_are_refused():
     skel = leg_skeleton()
     ctx = BuildContext(skeleton=skel)
     ok = TwoBoneIK(id="ik", root="hip", mid="knee", end="ankle")
-    assert list(ok.params(ctx)) == [1, 2, 3, 1.0, 0.0, 0.0, 1.0]
+    assert list(ok.params(ctx)) == [1, 2, 3, 1.0, 0.0, 0.0]
     with pytest.raises(ValidationError):
         TwoBoneIK(id="ik", root="hip", mid="knee", end="ankle", pole="x")  # unknown key
     with pytest.raises(ValidationError):
@@ -338,9 +338,9 @@ def run_node(node, skel, local, target, tvel, weight=None):
         buf[0] = a
     sig = np.zeros(8)
     sig[0:3], sig[3:6] = target, tvel
-    ins = np.array([0, 0, -1 if weight is None else 6], np.int64)
-    if weight is not None:
-        sig[6:8] = weight
+    ins = np.array([0, 0, 6], np.int64)
+    # unlinked: the field at rate 0, the constant block the planner feeds the port
+    sig[6:8] = (node.weight, 0.0) if weight is None else weight
     outs = np.array([1], np.int64)
     db = (np.zeros((1, J, 3), np.float32), np.zeros((1, J, 4), np.float32), np.ones((1, J, 3), np.float32),
           skel.parents.astype(np.int64))

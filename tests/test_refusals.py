@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import animgraph as ag
-from animgraph import database, runner
+from animgraph import database, fileio
 from animgraph.bvh import save_bvh
 from animgraph.cli import main
 from animgraph.database import Database
@@ -222,9 +222,9 @@ def test_two_clips_of_one_name_are_told_apart_by_their_path(here, capsys):
 
 
 def test_out_of_memory_names_the_command_and_the_clips(here, capsys, monkeypatch):
-    """Provoked by ``runner.available_memory`` saying 1 MiB is free (what the build asks before preparing)."""
+    """Provoked by ``fileio.available_memory`` saying 1 MiB is free (what the build asks before preparing)."""
     _clip_file(here / "b" / "long.bvh", frames=400)
-    monkeypatch.setattr(runner, "available_memory", lambda: 1 << 20)
+    monkeypatch.setattr(fileio, "available_memory", lambda: 1 << 20)
     _refused(capsys, ["mm", "build", "a/walk.bvh", "b/long.bvh", "--out", "db.npz"], here,
              "mm build:", "1 MiB is available", "b/long.bvh (", "a/walk.bvh (")
     assert not (here / "db.npz").exists()

@@ -1,0 +1,45 @@
+"""Fill the compiled-code cache once, before pytest-xdist's workers start (``conftest.pytest_configure``).
+
+The workers would otherwise each compile the whole registry's executor and the plan-time
+code at the same moment: the same minutes of CPU twice over (numba's saves are locked
+across processes by ``animgraph.cache``, so they would not corrupt the cache, only waste
+it).  Here, in one process (with ``animgraph.warm``'s helper on a second core): everything
+the editor's preview compiles (``animgraph.editor.warmup``), then every shipped graph
+stepped at batch 1 (the per-character walk) and 19 (lane tiles) with a reset and a
+teleport.  On a warm cache this only loads, in seconds.  Tests that compile cold on
+purpose use their own temporary caches and are not helped by it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+
+def main():
+    t0 = time.perf_counter()
+    import animgraph as ag
+    from animgraph import graphs
+
+    try:
+        from animgraph.editor import warmup
+    except ImportError:  # the editor extra is not installed: its tests skip
+        warmup = None
+    if warmup is not None:
+        warmup.compile_executor()
+    for name in graphs.names():
+        for batch in (1, 19):
+            inst = ag.compile(graphs.path(name), batch=batch).instance()
+            for _ in range(3):
+                inst.step(1 / 60)
+            inst.reset()
+            inst.teleport(np.zeros(3))
+            inst.step(1 / 60)
+    print(f"compiled-code cache warm in {time.perf_counter() - t0:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
