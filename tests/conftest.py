@@ -21,9 +21,12 @@ def pytest_configure(config):
         return  # a worker (the controller warmed it) or a run in one process (its first test compiles)
     if config.option.collectonly:
         return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:  # a cold cache takes minutes here: say so before the silence
+        reporter.write_line("warming the compiled-code cache before the workers start "
+                            "(seconds when warm; on an empty cache about 10 minutes of CPU on 2 cores)")
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("warm_cache.py"))], capture_output=True,
                          text=True, timeout=3600)
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
     line = (run.stdout.strip().splitlines() or [""])[-1]
     if run.returncode != 0:  # the tests that compile will say what fails; the cache is only slower to fill
         line = f"warming the compiled-code cache failed (status {run.returncode}): {run.stderr.strip()[-2000:]}"
