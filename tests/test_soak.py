@@ -218,9 +218,8 @@ def soak(name, seeds=SOAK_SEEDS, seconds=SOAK_SECONDS, rate=SOAK_RATE, with_rate
 # stopped dead at |l_ab - l_bc| + 0.001 M; now a C2 band of a third of that floor) and the narrow upper band
 # (exact to 0.98 M now, was 0.99): locomotion 5.53 -> 3.85 mm. Left: ik_lookat_footlock 24.1 mm (RightForeArm,
 # frame 537, seed 2): the target passes along the elbow's hinge axis, where ik.hinge_swing's frames are
-# undefined and spin the arm (test_node_two_bone_ik's strict xfail); gaits 18 mm with the 0.99 band, >= 5.6 with 0.98
-# (RightLeg, frame 3556, seed 1):
-# at rate 4.77 on the run the released lock's offset spring carries the foot target out of reach at ~30 m/s
+# undefined and spin the arm (test_node_two_bone_ik's strict xfail); gaits 10.3 mm (RightLeg, frame 10234,
+# seed 3; 18 mm at frame 3556 seed 1 with the 0.99 band): at rate 4.77 on the run the released lock's offset spring carries the foot target out of reach at ~30 m/s
 # and back, through the reach clamp in under a frame (the foot lock, not the IK, should bound that).
 KNOWN = {"gaits", "ik_lookat_footlock"}
 
