@@ -3,9 +3,11 @@
 Analytic, in model space, with the exact time derivative of every step (float64).
 With root ``a``, mid ``b``, end ``c`` (global) and target ``t``:
 
-- reach ``L = |t - a|`` is clamped to ``|l_ab - l_bc| + 0.001 M`` below and softly (C2)
-  above: exact up to ``0.99 M``, never beyond ``0.999 M`` (``M = l_ab + l_bc``), so the
-  chain never straightens into its singular point and velocities stay smooth;
+- reach ``L = |t - a|`` is clamped softly (C2) to ``lo = |l_ab - l_bc| + 0.001 M`` below,
+  over a band of ``lo / 3`` (the knee's angle per metre of reach grows without bound at the
+  fold, so a target moving fast into it must be slowed over a distance), and above: exact
+  from ``4/3 lo`` up to ``0.98 M``, never beyond ``0.999 M`` (``M = l_ab + l_bc``), so the
+  chain never folds or straightens into its singular points and velocities stay smooth;
 - the interior angle at the knee that gives ``L``: ``cos beta = (l_ab^2 + l_bc^2 - L^2) / (2 l_ab l_bc)``;
 - the bend direction ``m``: the lower bone's part normal to the upper bone (the current
   knee's plane), plus 1 % of ``hinge x (b - a)`` so a straight chain (common in motion
@@ -55,9 +57,10 @@ from .maths import (
     weighted_rotation,
 )
 
-REACH_SOFT = 0.99  # fraction of full reach reached exactly
+REACH_SOFT = 0.98  # fraction of full reach reached exactly
 REACH_MAX = 0.999  # fraction of full reach never exceeded
 REACH_MIN = 1e-3  # fold buffer, fraction of full reach beyond |l_ab - l_bc|
+FOLD_SOFT = 1.0 / 3.0  # width of the soft band above the fold floor, a fraction of the floor
 HINT = 1e-2  # weight of the hinge axis in the bend direction (relative to the lower bone's length)
 TINY = 1e-9
 
@@ -65,14 +68,31 @@ TINY = 1e-9
 
 
 @njit(cache=True)
-def clamp_reach(x, dx, lo, dlo, full, dfull):
-    """Reach ``x`` (rate ``dx``) clamped to ``[lo, REACH_MAX full]``, softly (C2) from ``REACH_SOFT full``.
+def soft_floor(x, dx, lo, dlo, s, ds):
+    """``x`` (rate ``dx``) kept above ``lo`` softly (C2) over a band ``s`` (rates ``dlo``, ``ds``): exact from ``lo + s`` up.
 
-    Beyond ``k = REACH_SOFT full`` the reach is ``m - s exp(-u - u^2/2)``, ``u = (x - k)/s``,
-    ``s = m - k``: value, slope and curvature match at ``k``, and it tends to ``m``.
+    Below ``k = lo + s`` the value is ``lo + s exp(-u - u^2/2)``, ``u = (k - x)/s``: value,
+    slope and curvature match at ``k``, and it tends to ``lo``.
     """
-    if x <= lo:
-        return lo, dlo
+    if x >= lo + s:
+        return x, dx
+    u = (lo + s - x) / s
+    du = (dlo + ds - dx) / s - u * ds / s
+    f = math.exp(-u - 0.5 * u * u)
+    return lo + s * f, dlo + ds * f - s * (1.0 + u) * f * du
+
+
+@njit(cache=True)
+def clamp_reach(x, dx, lo, dlo, full, dfull):
+    """Reach ``x`` (rate ``dx``) kept within ``[lo, REACH_MAX full]``, softly (C2): from ``(1 + FOLD_SOFT) lo`` down, from ``REACH_SOFT full`` up.
+
+    Below, ``soft_floor`` over ``FOLD_SOFT lo``: the knee's angle changes without bound per
+    metre of reach near the fold, so a target moving fast into it is slowed over a band
+    (a hard clamp there stopped the knee dead in a step).  Beyond ``k = REACH_SOFT full``
+    the reach is ``m - s exp(-u - u^2/2)``, ``u = (x - k)/s``, ``s = m - k``: value, slope and
+    curvature match at ``k``, and it tends to ``m``.
+    """
+    x, dx = soft_floor(x, dx, lo, dlo, FOLD_SOFT * lo, FOLD_SOFT * dlo)
     k = REACH_SOFT * full
     if x <= k:
         return x, dx

@@ -28,7 +28,8 @@ from animgraph.lanes_ops import HALF, KEY, ONE, TWO, ZERO, blend_tile, qconj, qd
 F32 = np.float32
 EPS = F32(1e-8)  # maths.EPS
 TINY = F32(1e-9)  # ik.TINY
-REACH_SOFT, REACH_MAX, REACH_MIN, HINT = F32(0.99), F32(0.999), F32(1e-3), F32(1e-2)  # ik's constants
+REACH_SOFT, REACH_MAX, REACH_MIN, HINT = F32(0.98), F32(0.999), F32(1e-3), F32(1e-2)  # ik's constants
+FOLD_SOFT = F32(1.0 / 3.0)  # ik's
 EXPM = tuple(F32((-1.0) ** k / np.prod(np.arange(1, k + 1, dtype=np.float64))) for k in range(12))  # exp(-x)
 SOLVED = 14  # per lane: q_hip (4), w_hip (3), q_knee (4), w_knee (3)
 
@@ -83,7 +84,13 @@ def exp_neg(v):
 
 @njit(inline="always")
 def clamp_reach(x, dx, lo, dlo, full, dfull):
-    """``ik.clamp_reach``: all three pieces computed, one kept."""
+    """``ik.clamp_reach``: every piece computed, one kept."""
+    s, ds = FOLD_SOFT * lo, FOLD_SOFT * dlo
+    v = max(lo + s - x, ZERO) / s
+    dv = (dlo + ds - dx) / s - v * ds / s
+    g = exp_neg(v + HALF * v * v)
+    floor, dfloor = lo + s * g, dlo + ds * g - s * (ONE + v) * g * dv
+    x, dx = (x, dx) if x >= lo + s else (floor, dfloor)
     k = REACH_SOFT * full
     s = (REACH_MAX - REACH_SOFT) * full
     ds = (REACH_MAX - REACH_SOFT) * dfull
@@ -91,8 +98,8 @@ def clamp_reach(x, dx, lo, dlo, full, dfull):
     du = (dx - REACH_SOFT * dfull) / s - u * ds / s
     f = exp_neg(u + HALF * u * u)
     soft, dsoft = REACH_MAX * full - s * f, REACH_MAX * dfull - ds * f + s * (ONE + u) * f * du
-    r = lo if x <= lo else (x if x <= k else soft)
-    dr = dlo if x <= lo else (dx if x <= k else dsoft)
+    r = x if x <= k else soft
+    dr = dx if x <= k else dsoft
     return r, dr
 
 
