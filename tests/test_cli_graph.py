@@ -375,7 +375,7 @@ def test_disk_full_names_the_users_file(capsys, tmp_path, monkeypatch):
             _enospc()
 
     real_open = open
-    monkeypatch.setattr(fileio, "open", lambda path, mode, **kw: FullFile() if "w" in mode else real_open(path, mode),
+    monkeypatch.setattr(fileio, "open", lambda path, mode="r", **kw: FullFile() if "w" in mode else real_open(path, mode, **kw),
                         raising=False)
     out = tmp_path / "x.bvh"
     status, text, err = run_cli(capsys, "run", BLEND, "--frames", 3, "--out", out)
