@@ -239,55 +239,6 @@ def tile_slot(tile, slot, joints):
     return tile[slot * size:(slot + 1) * size]
 
 
-# The executor's per-character slots: ``vecs[c]`` (5, S, J, 3) holds pos, scl, vel, ang, svl; ``rots[c]`` (S, J, 4).
-
-
-@njit(cache=True)
-def copy_slot(tile, slot, c0, vecs, rots, into_tile):
-    """Copy pose slot ``slot`` between the tile and characters ``c0 .. c0 + LANES - 1`` of ``vecs`` and ``rots``.
-
-    ``into_tile``: from the characters into the tile, else out of it.  Joint by joint and
-    channel by channel, so the tile is read or written in order, one SIMD row at a time.
-    """
-    joints = rots.shape[2]
-    rows = tile_slot(tile, slot, joints)
-    for j in range(joints):
-        at = j * JOINT
-        for f in range(6):
-            first = (POS, SCL, VEL, ANG, SVL, ROT)[f]  # vecs' fields in order, then rots
-            for c in range(4 if f == 5 else 3):
-                row = at + (first + c) * LANES
-                if into_tile:
-                    for lane in range(LANES):
-                        rows[row + lane] = rots[c0 + lane, slot, j, c] if f == 5 else vecs[c0 + lane, f, slot, j, c]
-                else:
-                    for lane in range(LANES):
-                        if f == 5:
-                            rots[c0 + lane, slot, j, c] = rows[row + lane]
-                        else:
-                            vecs[c0 + lane, f, slot, j, c] = rows[row + lane]
-
-
-@njit(cache=True)
-def make_current(tile, table, at, first, last, pose_io, c0, vecs, rots, current, into_tile):
-    """Slots read by ports ``first .. last-1`` (io entries from ``at``): copied where they are needed (into the tile,
-    or out to the characters) unless ``current`` there already."""
-    for k in range(first, last):
-        q = table[at + k]
-        if pose_io[k] and q >= 0 and not current[q]:
-            copy_slot(tile, q, c0, vecs, rots, into_tile)
-            current[q] = True
-
-
-@njit(cache=True)
-def mark_written(table, at, first, last, pose_io, here, there):
-    """Slots written by ports ``first .. last-1`` (io entries from ``at``): current ``here``, stale ``there``."""
-    for k in range(first, last):
-        if pose_io[k]:
-            here[table[at + k]] = True
-            there[table[at + k]] = False
-
-
 def identity_tiles(tiles, slots, joints):
     """Executor tiles (tiles, slots * joints * JOINT) float32 holding identity poses (rot w 1, scale 1, at rest)."""
     out = np.zeros((tiles, slots, joints, CHANNELS, LANES), np.float32)
