@@ -6,7 +6,7 @@ With root ``a``, mid ``b``, end ``c`` (global) and target ``t``:
 - reach ``L = |t - a|`` is clamped softly (C2) to ``lo = |l_ab - l_bc| + 0.001 M`` below,
   over a band of ``lo / 3`` (the knee's angle per metre of reach grows without bound at the
   fold, so a target moving fast into it must be slowed over a distance), and above: exact
-  from ``4/3 lo`` up to ``0.98 M``, never beyond ``0.999 M`` (``M = l_ab + l_bc``), so the
+  from ``4/3 lo`` up to ``0.97 M``, never beyond ``0.999 M`` (``M = l_ab + l_bc``), so the
   chain never folds or straightens into its singular points and velocities stay smooth;
 - the interior angle at the knee that gives ``L``: ``cos beta = (l_ab^2 + l_bc^2 - L^2) / (2 l_ab l_bc)``;
 - the bend direction ``m``: the lower bone's part normal to the upper bone (the current
@@ -16,11 +16,9 @@ With root ``a``, mid ``b``, end ``c`` (global) and target ``t``:
   so a knee never bends against its hinge, and one the animation takes through straight
   does not flip;
 - knee: ``qbetween(c - b, l_bc (-cos beta u + sin beta m))``, ``u`` along ``b - a``;
-- root: the rotation taking the frame of ``c1 - a`` and the hinge (its part normal to
-  ``c1 - a``) onto the frame of ``t - a`` and the hinge (``hinge_swing``): the moved end
-  ``c1`` onto the target line, turning about the hinge when the two are opposite (the
-  shortest arc ``qbetween(c1 - a, t - a)`` spins there); the same as the shortest arc
-  whenever both lie in the hinge's plane.
+- root: the rotation taking the moved end ``c1 - a`` onto ``t - a`` (``root_swing``): two
+  shortest arcs through a half-way direction leaning to the bend side, so a target on the
+  far side of the root is a turn about the hinge, not a spin about an undefined axis.
 
 Angular velocities come from the derivatives of these formulas (``vnormalize_dx``,
 ``qbetween_dx``, the exp map's Jacobians), so they equal a central finite difference.
@@ -40,7 +38,6 @@ from .maths import (
     qbetween_dx,
     qabs,
     qmul,
-    qnormalize,
     qrot,
     smooth_max0,
     vadd,
@@ -57,12 +54,13 @@ from .maths import (
     weighted_rotation,
 )
 
-REACH_SOFT = 0.98  # fraction of full reach reached exactly
+REACH_SOFT = 0.97  # fraction of full reach reached exactly
 REACH_MAX = 0.999  # fraction of full reach never exceeded
 REACH_MIN = 1e-3  # fold buffer, fraction of full reach beyond |l_ab - l_bc|
 FOLD_SOFT = 1.0 / 3.0  # width of the soft band above the fold floor, a fraction of the floor
 HINT = 1e-2  # weight of the hinge axis in the bend direction (relative to the lower bone's length)
 TINY = 1e-9
+BEND_TURN = 1.0  # how far the half-way direction of the root swing leans to the bend side (root_swing)
 
 # ---------------------------------------------------------------- the solver
 
@@ -137,66 +135,28 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
 
 
 @njit(cache=True)
-def hinge_frame(e, de, h, dh):
-    """Orthonormal frame ``(e1, e2, e3)`` of direction ``e`` and the part of axis ``h`` normal to it, its angular velocity (rad/s) and that part's length.
+def root_swing(e, de, t, dt, h, dh):
+    """Root rotation taking direction ``e`` onto ``t`` (model space), with its angular velocity (rad/s).
 
-    ``e1 = e/|e|``, ``e2`` along ``h - (h.e1) e1``, ``e3 = e1 x e2``; the frame turns at
-    ``e1 x de1 + (de2 . e3) e1``. Undefined (length 0) when ``h`` is along ``e``.
+    Two shortest arcs through ``m = e1 + t1 + BEND_TURN (1 - e1.t1)/2 (h x e1)`` (unit ``e1``,
+    ``t1``): ``R = arc(m, t) arc(e, m)``, turning at ``w2 + R2 w1``.  Near ``t = e`` it is the
+    shortest arc; at ``t = -e`` (a knee turn that put the end on the far side of the root) a
+    half turn about the hinge, not a spin about an undefined axis; in the hinge's plane it is
+    the turn about the hinge.  Every choice of root rotation has a direction where it turns
+    without limit (a hairy ball); this one has a single one, ``-(cos p e1 + sin p n)`` with
+    ``n = h x e1`` the side the joint bends to and ``tan p = BEND_TURN (1 + cos p) / 2``
+    (about 41 degrees from ``-e`` away from the bend side: behind and above a hanging arm,
+    in front of and above a standing leg), where reach targets rarely go.
     """
     e1, de1 = vnormalize(e), vnormalize_dx(e, de)
-    k, dk = vdot(h, e1), vdot_dx(h, dh, e1, de1)
-    p = vsub(h, vscale(e1, k))
-    dp = vsub(vsub(dh, vscale(e1, dk)), vscale(de1, k))
-    e2, de2 = vnormalize(p), vnormalize_dx(p, dp)
-    e3 = vcross(e1, e2)
-    return e1, e2, e3, vadd(vcross(e1, de1), vscale(e1, vdot(de2, e3))), vlen(p)
-
-
-@njit(cache=True)
-def frames_rotation(a1, a2, a3, b1, b2, b3):
-    """Unit quaternion (w >= 0) of the rotation taking orthonormal frame ``a`` onto frame ``b``: ``R = B A^T`` (Shepperd's method)."""
-    m00 = b1[0] * a1[0] + b2[0] * a2[0] + b3[0] * a3[0]
-    m01 = b1[0] * a1[1] + b2[0] * a2[1] + b3[0] * a3[1]
-    m02 = b1[0] * a1[2] + b2[0] * a2[2] + b3[0] * a3[2]
-    m10 = b1[1] * a1[0] + b2[1] * a2[0] + b3[1] * a3[0]
-    m11 = b1[1] * a1[1] + b2[1] * a2[1] + b3[1] * a3[1]
-    m12 = b1[1] * a1[2] + b2[1] * a2[2] + b3[1] * a3[2]
-    m20 = b1[2] * a1[0] + b2[2] * a2[0] + b3[2] * a3[0]
-    m21 = b1[2] * a1[1] + b2[2] * a2[1] + b3[2] * a3[1]
-    m22 = b1[2] * a1[2] + b2[2] * a2[2] + b3[2] * a3[2]
-    tr = m00 + m11 + m22
-    # The largest of the four squared components is taken from the diagonal (well conditioned).
-    if tr >= m00 and tr >= m11 and tr >= m22:
-        s = 2.0 * math.sqrt(max(1.0 + tr, 0.0))
-        q = (0.25 * s, (m21 - m12) / s, (m02 - m20) / s, (m10 - m01) / s)
-    elif m00 >= m11 and m00 >= m22:
-        s = 2.0 * math.sqrt(max(1.0 + m00 - m11 - m22, 0.0))
-        q = ((m21 - m12) / s, 0.25 * s, (m01 + m10) / s, (m02 + m20) / s)
-    elif m11 >= m22:
-        s = 2.0 * math.sqrt(max(1.0 + m11 - m00 - m22, 0.0))
-        q = ((m02 - m20) / s, (m01 + m10) / s, 0.25 * s, (m12 + m21) / s)
-    else:
-        s = 2.0 * math.sqrt(max(1.0 + m22 - m00 - m11, 0.0))
-        q = ((m10 - m01) / s, (m02 + m20) / s, (m12 + m21) / s, 0.25 * s)
-    return qabs(qnormalize(q))
-
-
-@njit(cache=True)
-def hinge_swing(e, de, t, dt, h, dh):
-    """Root rotation taking direction ``e`` onto ``t`` and the part of hinge ``h`` normal to ``e`` onto its part normal to ``t``, with its angular velocity (rad/s).
-
-    Frame to frame instead of the shortest arc: the shortest arc's axis ``e x t`` is
-    undefined when ``t`` is opposite ``e`` (a leg whose knee turn put the end on the other
-    side of the hip from the target), and spins there; this one is a turn about the hinge
-    then, and degenerates only when ``e`` or ``t`` lies along the hinge (shortest arc there).
-    ``R = F_t F_e^T`` turns at ``w_t - R w_e``.
-    """
-    e1, e2, e3, we, pe = hinge_frame(e, de, h, dh)
-    t1, t2, t3, wt, pt = hinge_frame(t, dt, h, dh)
-    if pe < TINY or pt < TINY:
-        return qbetween(e, t), qbetween_dx(e, de, t, dt)
-    q = frames_rotation(e1, e2, e3, t1, t2, t3)
-    return q, vsub(wt, qrot(q, we))
+    t1, dt1 = vnormalize(t), vnormalize_dx(t, dt)
+    s, ds = 0.5 * (1.0 - vdot(e1, t1)), -0.5 * vdot_dx(e1, de1, t1, dt1)
+    n, dn = vcross(h, e1), vcross_dx(h, dh, e1, de1)
+    m = vadd(vadd(e1, t1), vscale(n, BEND_TURN * s))
+    dm = vadd(vadd(de1, dt1), vscale(vadd(vscale(n, ds), vscale(dn, s)), BEND_TURN))
+    q1, w1 = qbetween(e1, m), qbetween_dx(e1, de1, m, dm)
+    q2, w2 = qbetween(m, t1), qbetween_dx(m, dm, t1, dt1)
+    return qabs(qmul(q2, q1)), vadd(w2, qrot(q2, w1))
 
 
 @njit(cache=True)
@@ -252,7 +212,7 @@ def two_bone_solve(a, b, c, t, hinge, w, dw):
     ac1, vac1 = vsub(c1, a[0]), vsub(vc1, a[3])
     if vlen(at) < TINY * full or vlen(ac1) < TINY * full:
         return ident, zero, q_knee, w_knee  # target at the root: no direction to swing to
-    q_sw, w_sw = hinge_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
+    q_sw, w_sw = root_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
     q_hip, w_hip = weighted_rotation(q_sw, w_sw, w, dw)
     return q_hip, w_hip, q_knee, w_knee
 

@@ -7,8 +7,7 @@ branches (every case is computed, the valid one kept), so the lane loop can be p
   series of ``exp(-x)`` to degree 11 (relative error < 2e-6 for ``v <= 20``; beyond, the
   term it scales is below float32 resolution of the reach), since libm's exp would keep
   the loop scalar;
-- the root's frame-to-frame turn (``ik.hinge_swing``): Shepperd's four cases all computed,
-  the well-conditioned one selected;
+- the root's swing (``ik.root_swing``): two shortest arcs;
 - ``qbetween``'s opposite-vector case (a half turn about an axis normal to ``a``) and the
   zero-length guards are selects.
 
@@ -28,8 +27,9 @@ from animgraph.lanes_ops import HALF, KEY, ONE, TWO, ZERO, blend_tile, qconj, qd
 F32 = np.float32
 EPS = F32(1e-8)  # maths.EPS
 TINY = F32(1e-9)  # ik.TINY
-REACH_SOFT, REACH_MAX, REACH_MIN, HINT = F32(0.98), F32(0.999), F32(1e-3), F32(1e-2)  # ik's constants
+REACH_SOFT, REACH_MAX, REACH_MIN, HINT = F32(0.97), F32(0.999), F32(1e-3), F32(1e-2)  # ik's constants
 FOLD_SOFT = F32(1.0 / 3.0)  # ik's
+BEND_TURN = F32(1.0)  # ik's
 EXPM = tuple(F32((-1.0) ** k / np.prod(np.arange(1, k + 1, dtype=np.float64))) for k in range(12))  # exp(-x)
 SOLVED = 14  # per lane: q_hip (4), w_hip (3), q_knee (4), w_knee (3)
 
@@ -179,53 +179,18 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
 
 
 @njit(inline="always")
-def hinge_frame(e, de, h, dh):
-    """``ik.hinge_frame``: frame of ``e`` and ``h``'s part normal to it, its angular velocity, that part's length."""
+def root_swing(e, de, t, dt, h, dh):
+    """``ik.root_swing``: two shortest arcs through a half-way direction leaning to the bend side."""
     e1, de1 = norm_dx(e, de)
-    k, dk = vdot(h, e1), vdot(dh, e1) + vdot(h, de1)
-    p = vsub(h, vscale(e1, k))
-    dp = vsub(vsub(dh, vscale(e1, dk)), vscale(de1, k))
-    e2, de2 = norm_dx(p, dp)
-    e3 = vcross(e1, e2)
-    return e1, e2, e3, vadd(vcross(e1, de1), vscale(e1, vdot(de2, e3))), np.sqrt(vdot(p, p))
-
-
-@njit(inline="always")
-def frames_rotation(a1, a2, a3, b1, b2, b3):
-    """``ik.frames_rotation`` (Shepperd's method), its four cases computed and the well-conditioned one kept."""
-    m00 = b1[0] * a1[0] + b2[0] * a2[0] + b3[0] * a3[0]
-    m01 = b1[0] * a1[1] + b2[0] * a2[1] + b3[0] * a3[1]
-    m02 = b1[0] * a1[2] + b2[0] * a2[2] + b3[0] * a3[2]
-    m10 = b1[1] * a1[0] + b2[1] * a2[0] + b3[1] * a3[0]
-    m11 = b1[1] * a1[1] + b2[1] * a2[1] + b3[1] * a3[1]
-    m12 = b1[1] * a1[2] + b2[1] * a2[2] + b3[1] * a3[2]
-    m20 = b1[2] * a1[0] + b2[2] * a2[0] + b3[2] * a3[0]
-    m21 = b1[2] * a1[1] + b2[2] * a2[1] + b3[2] * a3[1]
-    m22 = b1[2] * a1[2] + b2[2] * a2[2] + b3[2] * a3[2]
-    tr = m00 + m11 + m22
-    s0 = TWO * np.sqrt(max(ONE + tr, F32(1e-12)))
-    s1 = TWO * np.sqrt(max(ONE + m00 - m11 - m22, F32(1e-12)))
-    s2 = TWO * np.sqrt(max(ONE + m11 - m00 - m22, F32(1e-12)))
-    s3 = TWO * np.sqrt(max(ONE + m22 - m00 - m11, F32(1e-12)))
-    q0 = (F32(0.25) * s0, (m21 - m12) / s0, (m02 - m20) / s0, (m10 - m01) / s0)
-    q1 = ((m21 - m12) / s1, F32(0.25) * s1, (m01 + m10) / s1, (m02 + m20) / s1)
-    q2 = ((m02 - m20) / s2, (m01 + m10) / s2, F32(0.25) * s2, (m12 + m21) / s2)
-    q3 = ((m10 - m01) / s3, (m02 + m20) / s3, (m12 + m21) / s3, F32(0.25) * s3)
-    q = sel4(tr >= m00 and tr >= m11 and tr >= m22, q0,
-             sel4(m00 >= m11 and m00 >= m22, q1, sel4(m11 >= m22, q2, q3)))
-    inv = ONE / np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    return qscale(q, inv if q[0] >= ZERO else -inv)
-
-
-@njit(inline="always")
-def hinge_swing(e, de, t, dt, h, dh):
-    """``ik.hinge_swing``: frame to frame about the hinge, the shortest arc where ``e`` or ``t`` lies along it."""
-    e1, e2, e3, we, pe = hinge_frame(e, de, h, dh)
-    t1, t2, t3, wt, pt = hinge_frame(t, dt, h, dh)
-    q = frames_rotation(e1, e2, e3, t1, t2, t3)
-    qs, ws = qbetween_dx(e, de, t, dt)
-    frame = pe >= TINY and pt >= TINY
-    return sel4(frame, q, qs), sel3(frame, vsub(wt, qrot(q, we)), ws)
+    t1, dt1 = norm_dx(t, dt)
+    s, ds = HALF * (ONE - vdot(e1, t1)), -HALF * (vdot(de1, t1) + vdot(e1, dt1))
+    n, dn = vcross(h, e1), vadd(vcross(dh, e1), vcross(h, de1))
+    m = vadd(vadd(e1, t1), vscale(n, BEND_TURN * s))
+    dm = vadd(vadd(de1, dt1), vscale(vadd(vscale(n, ds), vscale(dn, s)), BEND_TURN))
+    q1, w1 = qbetween_dx(e1, de1, m, dm)
+    q2, w2 = qbetween_dx(m, dm, t1, dt1)
+    q = qmul(q2, q1)
+    return qscale(q, ONE if q[0] >= ZERO else F32(-1.0)), vadd(w2, qrot(q2, w1))
 
 
 @njit(inline="always")
@@ -272,7 +237,7 @@ def two_bone_solve(a, b, c, tp, tv, hinge):
     c1 = vadd(b[0], r)
     vc1 = vadd(vadd(b[3], vcross(w_knee, r)), qrot(q_knee, vbc))
     ac1, vac1 = vsub(c1, a[0]), vsub(vc1, a[3])
-    qs, ws = hinge_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
+    qs, ws = root_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
     swing = not (lat < TINY * full or np.sqrt(vdot(ac1, ac1)) < TINY * full)
     q_hip, w_hip = sel4(swing, qs, identity), sel3(swing, ws, z)
     ok = lab >= TINY and lbc >= TINY

@@ -12,7 +12,7 @@ Below, whole poses: recording the offsets of a transition and applying them deca
 
 from numba import njit
 
-from .decay import decay3, decay_weights, kform_extrapolate
+from .decay import cubic_weights, decay3, decay_weights, kform_extrapolate
 from .kernels import copy_pose, get3, put3
 from .maths import (
     ang_to_sa_dx,
@@ -25,6 +25,7 @@ from .maths import (
     to_scaled_angle_axis,
     vadd,
     vexp,
+    vlen,
     vlog,
     vmul,
     vsub,
@@ -33,6 +34,11 @@ from .maths import load_kform, store_kform
 
 OFFSET = 18  # floats of one joint's offset: pos, vel, rot, rot rate, log scale, its rate
 SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
+PEAK = 4.0 / 27.0  # largest value of s (1 - s)^2: the cubic's rate term carries an offset at most PEAK |v0| duration
+# How far (m, rad, log scale) the cubic's rate term may carry a joint past its offset: a transition at a high
+# playback rate starts offsets at tens of rad/s, and over a whole duration those swing limbs round (knees folded
+# through the hips); that joint's rate term decays over a shorter duration instead, keeping the start's rate exact.
+OVERSHOOT_POS, OVERSHOOT_ROT, OVERSHOOT_SCL = 0.1, 0.5, 0.1
 
 
 @njit(cache=True)
@@ -80,11 +86,30 @@ def inertialize_kernel(inp, off, active, cubic, length, t, out):
     if not active or (w[0] == 0.0 and w[1] == 0.0 and w[2] == 0.0 and w[3] == 0.0):
         copy_pose(inp, out)
         return
+    wp, wr, ws = w, w, w
     for j in range(off.shape[0]):
-        pos, dpos = decay3(w, get3(off, j, 0), get3(off, j, 3))
-        rot, drot = decay3(w, get3(off, j, 6), get3(off, j, 9))
-        lscl, dlscl = decay3(w, get3(off, j, 12), get3(off, j, 15))
+        if cubic:
+            wp = overshoot_weights(length, get3(off, j, 3), OVERSHOOT_POS, t, w)
+            wr = overshoot_weights(length, get3(off, j, 9), OVERSHOOT_ROT, t, w)
+            ws = overshoot_weights(length, get3(off, j, 15), OVERSHOOT_SCL, t, w)
+        pos, dpos = decay3(wp, get3(off, j, 0), get3(off, j, 3))
+        rot, drot = decay3(wr, get3(off, j, 6), get3(off, j, 9))
+        lscl, dlscl = decay3(ws, get3(off, j, 12), get3(off, j, 15))
         store_kform(out, j, apply_offset(load_kform(inp, j), pos, dpos, rot, drot, lscl, dlscl))
+
+
+@njit(cache=True)
+def overshoot_weights(duration, v0, overshoot, t, w):
+    """Cubic weights ``w`` (over ``duration`` s, at ``t``) with the rate term's over a duration short enough that it carries the offset at most ``overshoot`` on (``v0`` per s).
+
+    The offset's own term keeps the whole duration (shortening it would snap a large offset
+    back in a few frames); only the start's rate is brought to rest sooner.
+    """
+    speed = vlen(v0)
+    if speed * PEAK * duration <= overshoot:
+        return w
+    fast = cubic_weights(overshoot / (speed * PEAK), t)
+    return w[0], fast[1], w[2], fast[3]
 
 
 @njit(cache=True)

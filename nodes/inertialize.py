@@ -11,7 +11,10 @@ the two poses are at the same time and nothing pops), per joint:
 - scales ``x = log(s_src / s_dst)`` with rate ``svl_src - svl_dst``.
 
 Each offset decays as ``x(t), x'(t)`` (``animgraph.decay``: cubic over ``duration`` or a
-critically damped spring by ``halflife``) and is applied to the live input:
+critically damped spring by ``halflife``; a cubic joint whose offset starts so fast that its
+rate term would carry it more than ``offsets.OVERSHOOT_*`` on brings that rate to rest over
+a shorter duration: a switch at a high playback rate does not swing limbs round) and is
+applied to the live input:
 ``p = p_in + x``, ``v = v_in + x'``; ``q = exp(x) q_in``, ``w = J(x) x' + R(exp(x)) w_in``;
 ``s = s_in exp(x)``, ``svl = svl_in + x'``.  A transition mid-decay starts from the
 previous output, which already holds the current offset.  A zero duration or half-life

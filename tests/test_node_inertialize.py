@@ -16,6 +16,7 @@ from pydantic import ValidationError
 import animgraph as ag
 from animgraph.node import BuildContext
 from animgraph.nodes.inertialize import JOINT, MOTION, PAR, ST, Inertialize, Inertializer
+from animgraph.offsets import OVERSHOOT_ROT
 from conftest import BUNDLED, load_any
 from fd import central_velocities, from_rotvec, qconj, qmul, rotvec
 
@@ -232,6 +233,29 @@ def test_duration_cubic_decay_hand_checked():
     out = inert.update(single(pos=(0, 2, 0), vel=(0, 1, 0)), 0.25)
     np.testing.assert_array_equal(out.pos[0], [0, 2, 0])
     np.testing.assert_array_equal(out.vel[0], [0, 1, 0])
+
+
+def test_a_fast_offset_decays_over_a_shorter_duration_and_never_swings_past_its_bound():
+    """A knee shown turning 50 rad/s faster than the new input (a switch at 5x playback), duration 0.3 s: over the
+    whole duration the cubic's rate term would carry it 2.2 rad on (4/27 |v0| T).  That term decays over the
+    duration that keeps it at ``OVERSHOOT_ROT``, the offset's own term over the whole duration (hand-computed),
+    the start's rate kept exactly; a slow position offset keeps the full duration for both terms."""
+    inert = Inertializer(duration=0.3)
+    src = single(rot=from_rotvec([0.2, 0, 0]), ang=(50.0, 0, 0), vel=(0.5, 0, 0))
+    inert.transition(src, single())
+    short = OVERSHOOT_ROT / (50.0 * 4.0 / 27.0)  # 0.0675 s
+    worst = 0.0
+    for t in np.linspace(0.0, 0.3, 301):
+        probe = copy.deepcopy(inert)
+        out = probe.update(single(), t)
+        x = rotvec(out.rot[0].astype(float))[0]
+        worst = max(worst, x)
+        s, u = min(t / short, 1.0), t / 0.3  # the rate term's cubic over the short duration, the offset's over 0.3 s
+        want = 0.2 * (2 * u**3 - 3 * u**2 + 1) + 50.0 * short * (s**3 - 2 * s**2 + s)
+        assert abs(x - want) < 2e-5, (t, x, want)
+        assert abs(out.pos[0, 0] - 0.5 * 0.3 * (u**3 - 2 * u**2 + u)) < 1e-6, t
+    assert worst <= 0.2 + OVERSHOOT_ROT + 1e-5, worst
+    np.testing.assert_allclose(inert.update(single(), 0.0).ang[0], [50.0, 0, 0], rtol=1e-5)  # the start's rate
 
 
 def test_halflife_spring_decay_hand_checked():
