@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from animgraph import graphs
 
@@ -47,6 +48,7 @@ def _run(tmp_path, tag, env, names):
     return np.load(out)
 
 
+@pytest.mark.slow(minutes=9)  # a cold compile of the whole registry's executor, per character and in lane tiles
 def test_outputs_do_not_depend_on_what_the_cache_holds(tmp_path):
     names = graphs.names()
     private = str(tmp_path / "cache")

@@ -246,7 +246,7 @@ def _timings(result):
             "largest_gap": max(gaps.values()), "gaps": gaps}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=4.5)  # a cold compile in the editor's child
 def test_first_run_compiles_in_the_child_only_and_the_window_keeps_drawing(display, tmp_path):
     """An empty cache and the real compile: the window's process compiles nothing and draws while the child
     compiles and while it loads the cached code.  The timings are printed, never asserted."""

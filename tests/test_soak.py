@@ -58,7 +58,7 @@ def clock_error(clock, expected, period):
     return min(d, period - d)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=1.5)
 def test_locomotion_soak_million_frames():
     plan = ag.compile(graphs.path("gaits"), batch=BATCH)
     inst = plan.instance(parallel=False)  # threads cost more than they save for 2 characters
