@@ -25,6 +25,9 @@ Planning never compiles: an edit re-plans in milliseconds.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -173,6 +176,59 @@ def _offsets(tables):
         k += len(arrays)
 
 
+_DERIVED = {}  # (what, digest of the clip and skeleton) -> a clip variant or per-frame tables, for re-plans
+# ("what" holds the node class or the table's build function itself: never another one's by a reused id)
+_DERIVED_MAX = 512  # entries kept (the least recently used go first): a few graphs' variants and tables
+
+
+def _digest(h, value):
+    """Feed ``value`` (arrays, a Skeleton, a Clip, plain values) into the hash ``h`` by content."""
+    if isinstance(value, np.ndarray):
+        a = np.ascontiguousarray(value)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(a.reshape(-1).view(np.uint8))
+    elif isinstance(value, Skeleton):
+        for k, v in sorted(vars(value).items()):
+            h.update(k.encode())
+            _digest(h, v)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            h.update(f.name.encode())
+            _digest(h, getattr(value, f.name))
+    elif isinstance(value, (list, tuple)):
+        h.update(f"{type(value).__name__}{len(value)}".encode())
+        for v in value:
+            _digest(h, v)
+    elif isinstance(value, dict):
+        h.update(f"dict{len(value)}".encode())
+        for k, v in value.items():
+            _digest(h, k)
+            _digest(h, v)
+    else:
+        h.update(repr(value).encode())
+
+
+def _content_key(skeleton, clip):
+    """A digest of everything ``clip`` and ``skeleton`` hold: what derived data depends on."""
+    h = hashlib.blake2b(digest_size=20)
+    _digest(h, skeleton)
+    _digest(h, clip)
+    return h.digest()
+
+
+def _derived(what, key, make):
+    """``make()``, or (a copy of) what it returned for ``what`` of a clip of the same ``_content_key``.
+
+    An editor re-plans on every edit: a clip's variants (root motion, contacts) and per-frame tables
+    are the bulk of a plan's time and depend only on the clip, the skeleton and ``what``."""
+    key = (what, key)
+    value = _DERIVED.pop(key) if key in _DERIVED else make()
+    _DERIVED[key] = value  # the most recently used last
+    while len(_DERIVED) > _DERIVED_MAX:
+        del _DERIVED[next(iter(_DERIVED))]
+    return copy.deepcopy(value)
+
+
 def _frame_db(skeleton, clips, variants=()):
     """The clip database: one frame array for every clip and variant, ClipRanges into it, each node type's tables.
 
@@ -186,7 +242,9 @@ def _frame_db(skeleton, clips, variants=()):
     entries = [(name, clip) for name, clip in clips.items()]
     for name, variant, cls in dict.fromkeys(variants):
         if name in clips:
-            entries.append(((name, variant), cls.clip_variant(skeleton, clips[name], variant)))
+            clip = clips[name]
+            entries.append(((name, variant), _derived(("variant", cls, variant), _content_key(skeleton, clip),
+                                                      lambda: cls.clip_variant(skeleton, clip, variant))))
     ranges, start = {}, 0
     for key, clip in entries:
         ranges[key] = ClipRange(start, clip.frames, clip.dt, clip, key[1] if isinstance(key, tuple) else "")
@@ -200,11 +258,16 @@ def _frame_db(skeleton, clips, variants=()):
 
     parents = np.ascontiguousarray(skeleton.parents if skeleton is not None else [], dtype=np.int64)
     fields = [stack([getattr(c, f) for c in parts], (0, joints, w)) for f, w in (("pos", 3), ("rot", 4), ("scl", 3))]
-    tables = {}
+    tables, keys = {}, {}
     for kind in kinds():
         specs = REGISTRY[kind].CLIP_TABLES
         if specs:
-            tables[kind] = tuple(stack([t.build(c) for c in parts], (0, *t.frame_shape(joints))) for t in specs)
+            for i, c in enumerate(parts):
+                if i not in keys:
+                    keys[i] = _content_key(skeleton, c)
+            tables[kind] = tuple(stack([_derived(("table", t.build), keys[i], lambda: t.build(c))
+                                        for i, c in enumerate(parts)],
+                                       (0, *t.frame_shape(joints))) for t in specs)
     return (*fields, parents), ranges, tables
 
 

@@ -129,7 +129,7 @@ class Document:
 
     def to_json(self):
         """The graph file text of the current state (asset paths as anchored)."""
-        return self.graph.to_json()
+        return self._text  # made once per state (``_show``), the text the history and ``_apply`` compare
 
     @property
     def dirty(self):

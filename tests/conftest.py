@@ -36,6 +36,57 @@ def pytest_configure(config):
         print(line, file=sys.stderr)
 
 
+def _random_order(config):
+    """Whether pytest-random-order shuffles this run (then its order stands)."""
+    try:
+        from random_order.config import Config
+    except ImportError:
+        return False
+    return Config(config).is_enabled
+
+
+def _weight(item):
+    """A ``slow`` test's rough cost, ``@pytest.mark.slow(minutes=...)``: minutes on a loaded 2-core machine (a
+    quarter if not said).  Only the order of the run depends on it, never a result."""
+    return float(item.get_closest_marker("slow").kwargs.get("minutes", 0.25))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the ``slow`` tests first in the workers' shares, the heaviest first, each to the share
+    with the least slow work so far; the rest after them in collection order.
+
+    ``--dist worksteal`` hands each worker a contiguous share of the collection and moves queued tests
+    from a busy worker to an idle one, but never a running one: a test of minutes started last is the
+    run's tail.  Started first and spread, the few long tests run side by side while the short ones fill
+    in.  Every worker computes the same order (xdist requires it); a shuffled run (``--random-order``)
+    keeps its own order.
+    """
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers < 2 or _random_order(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if not slow:
+        return
+    rest = [item for item in items if not item.get_closest_marker("slow")]
+    shares, left = [], len(items)
+    for i in range(workers):  # the shares' sizes as worksteal's first distribution cuts them
+        shares.append(left // (workers - i))
+        left -= shares[-1]
+    dealt, load = [[] for _ in range(workers)], [0.0] * workers
+    for item in sorted(slow, key=_weight, reverse=True):  # stable: equal weights keep collection order
+        w = load.index(min(load))
+        dealt[w].append(item)
+        load[w] += _weight(item)
+    order, at = [], 0
+    for size, mine in zip(shares, dealt):
+        fill = max(0, size - len(mine))
+        order += mine + rest[at:at + fill]
+        at += fill
+    order += rest[at:]
+    items[:] = order
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _editor_files_in_tmp(tmp_path_factory):
     """The editor's autosaves and recent-files list in the session's temporary directory, never the user's

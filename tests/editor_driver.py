@@ -3,8 +3,8 @@
 ``python tests/editor_driver.py MODE ARGS...`` runs one scenario and prints what happened as
 one JSON line.  ``links GRAPH OUT_DIR`` opens GRAPH, breaks its first link and makes it again
 through the node editor's delink/link callbacks, tries a mismatched link, plays frames and
-writes two screenshots; ``pops``, ``timeline``, ``looping``, ``files`` and ``first_run``: see
-their functions.
+writes two screenshots; ``pops``, ``timeline``, ``looping``, ``files``, ``shots`` and ``first_run``:
+see their functions.
 """
 
 from __future__ import annotations
@@ -302,6 +302,21 @@ def _shortcuts(tmp, result, editor_on):
     editor.shutdown()
 
 
+def shots(graph, out, *counts):
+    """``animgraph edit GRAPH --screenshot OUT/N.png --frames N`` for each N of ``counts``, in one window: the
+    command's own ``screenshot_window`` each time (its line printed each time), the preview playing on."""
+    from animgraph.editor import launch
+
+    editor = Editor(Document.open(graph))
+    editor.build()
+    shutdown, editor.shutdown = editor.shutdown, lambda: None  # one window for every screenshot
+    for i, n in enumerate(counts):
+        if i:
+            editor.start_kernels = lambda: None  # started by the first one: the kernels stay ready
+        launch.screenshot_window(editor, Path(out) / f"{n}.png", int(n))
+    shutdown()
+
+
 def first_run(launched):
     """Start on the cache in the environment, as ``animgraph edit`` does, until the preview plays 30 frames:
     every drawn frame's time and state, and what this (the window's) process compiled."""
@@ -326,6 +341,9 @@ def first_run(launched):
         editor.frame()
         drawn.append((time.time() - float(launched), editor.kernels, editor.player is not None
                       and editor.player.frame > 0))
+        # A pause after each frame: under Xvfb the CPU draws a frame (about 0.1 s), and frames drawn back to back
+        # would take a core from the child compiling beside (a display's vsync paces a real window).
+        time.sleep(0.1)
 
     frame()  # the first frame comes before anything compiles (Editor.run)
     editor.start_kernels()
@@ -341,4 +359,4 @@ def first_run(launched):
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     {"links": main, "pops": pops, "timeline": timeline, "looping": looping, "files": file_ops,
-     "first_run": first_run}[mode](*args)
+     "first_run": first_run, "shots": shots}[mode](*args)

@@ -35,7 +35,7 @@ def drive(display, tmp_path, mode, *args):
     return json.loads(run.stdout.strip().splitlines()[-1]), run.stderr
 
 
-@pytest.mark.slow  # ~1,900 edits, each validated and planned: minutes on a loaded 2-core machine
+@pytest.mark.slow(minutes=2.5)  # ~1,900 edits, each validated and planned: minutes on a loaded 2-core machine
 def test_every_node_type_every_field_edits_through_its_widget(display, tmp_path):
     result, stderr = drive(display, tmp_path, "fields", *GRAPHS)
     assert result["graphs"] == ["new"] + [g.stem for g in GRAPHS]

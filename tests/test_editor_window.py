@@ -49,19 +49,34 @@ def edit(display, *args, timeout=900):
 
 @pytest.mark.parametrize("graph", GRAPHS, ids=lambda p: p.stem)
 def test_every_shipped_graph_opens_and_its_skeleton_moves(graph, display, tmp_path):
+    # The command's screenshot (``launch.screenshot_window``) at frames 2 and 40 of one window's play: one process
+    # a graph (the command itself: the next test).
+    env = dict(os.environ, DISPLAY=display)
+    run = subprocess.run([sys.executable, str(ROOT / "tests" / "editor_driver.py"), "shots", str(graph), str(tmp_path),
+                          "2", "40"], capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    said = [line for line in run.stdout.splitlines() if "3D view at" in line]
+    assert len(said) == 2 and "at frame 2;" in said[0] and "at frame 40;" in said[1], run.stdout
     shots = []
-    for frames in (2, 40):
-        out = tmp_path / f"{graph.stem}_{frames}.png"
-        run = edit(display, graph, "--screenshot", out, "--frames", frames)
-        assert run.returncode == 0, run.stderr
-        img = read_png(out)
+    for frames, line in zip((2, 40), said):
+        img = read_png(tmp_path / f"{frames}.png")
         assert img.shape[:2] == WINDOW, img.shape
         assert img.std() > 10, "blank screenshot"
-        shots.append(img[view_of(run.stdout)])
+        shots.append(img[view_of(line)])
     a, b = shots
     assert a.std() > 5 and b.std() > 5, "blank viewport"
     changed = np.any(a != b, axis=2).mean()
     assert changed > 0.002, f"the viewport did not change between frames 2 and 40 ({changed:.4%} of pixels)"
+
+
+def test_the_screenshot_command_writes_the_window_at_its_frame(display, tmp_path):
+    out = tmp_path / "shot.png"
+    run = edit(display, ROOT / "graphs" / "locomotion.json", "--screenshot", out, "--frames", 40)
+    assert run.returncode == 0, run.stderr
+    assert f"wrote {out} at frame 40;" in run.stdout, run.stdout
+    img = read_png(out)
+    assert img.shape[:2] == WINDOW and img.std() > 10, img.shape
+    assert img[view_of(run.stdout)].std() > 5, "blank viewport"
 
 
 def drive(display, mode, *args):
@@ -129,8 +144,18 @@ def test_the_pop_finder_marks_the_node_that_pops(display, tmp_path):
     assert result["pops"][0][0] == result["switched"] and "pick" in result["marked"] and "pick" in result["timeline"]
 
 
+_TIMELINE = {}
+
+
+def timeline_run(display):
+    """The driver's ``timeline`` scenario (play, scrub, then zoom), run once per process for the tests reading it."""
+    if display not in _TIMELINE:
+        _TIMELINE[display] = drive(display, "timeline")
+    return _TIMELINE[display]
+
+
 def test_the_timeline_scrubs_backwards_and_forwards_over_the_recording(display):
-    result = drive(display, "timeline")
+    result = timeline_run(display)
     assert result["paused"] and result["frame"] == 90 and result["range"] == [0, 90]
     for seek in result["seeks"]:  # each drag lands on its frame, shows that frame's pose, keeps the range
         assert seek["frame"] == seek["slider"] == seek["target"] and seek["same_pose"], seek
@@ -138,7 +163,7 @@ def test_the_timeline_scrubs_backwards_and_forwards_over_the_recording(display):
 
 
 def test_the_wheel_rolled_forward_zooms_in(display):
-    d = drive(display, "timeline")["distance"]
+    d = timeline_run(display)["distance"]
     assert d[2] < d[1] < d[0] and d[3] == pytest.approx(d[0])
 
 
@@ -221,7 +246,7 @@ def _timings(result):
             "largest_gap": max(gaps.values()), "gaps": gaps}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=4.5)  # a cold compile in the editor's child
 def test_first_run_compiles_in_the_child_only_and_the_window_keeps_drawing(display, tmp_path):
     """An empty cache and the real compile: the window's process compiles nothing and draws while the child
     compiles and while it loads the cached code.  The timings are printed, never asserted."""

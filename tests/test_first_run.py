@@ -52,6 +52,7 @@ def _run(tmp_path, name, env, graph=GRAPH):
     return status, helpers, loaded, covers, np.load(out)
 
 
+@pytest.mark.slow(minutes=2.2)  # a cold compile
 @pytest.mark.skipif(not cache.saves_are_locked() or (os.cpu_count() or 1) < 2, reason="needs fcntl and 2 CPUs")
 def test_cold_compile_in_two_processes_equals_one(tmp_path):
     # Cold, private cache, as a user's first run: the executor has branches for the graph's node

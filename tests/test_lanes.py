@@ -90,19 +90,52 @@ def test_fk_tile_with_and_without_scratch_agree():
 PACKED = re.compile(r"\b(v(?:mul|add|fn?madd\d{3}|fn?msub\d{3})ps)\s+%?([yz]mm)")
 
 
-def packed_ops(kernel, *args):
-    """The packed float32 mul/add/FMA instructions in ``kernel``'s assembly, compiled afresh for ``args``."""
+def machine_code(kernel, *args):
+    """``kernel``'s machine code for ``args``, disassembled (AT&T), as numba's on-disk cache holds it; or None.
+
+    The call compiles into the cache once (later sessions load it); the object code the process runs is
+    read back from the cache file, so nothing compiles again to be inspected.  None without objdump or a
+    cached object (then ``packed_ops`` compiles afresh)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    objdump, cache = shutil.which("objdump"), getattr(kernel, "_cache", None)
+    if objdump is None or not hasattr(cache, "_cache_file"):  # no objdump, or not a cache=True kernel
+        return None
+    kernel(*args)
+    sig = tuple(kernel.typeof_pyval(a) for a in args)
+    payload = cache._cache_file.load(cache._index_key(sig, kernel.targetctx.codegen()))
+    if payload is None or payload[0][1] != "object":  # (name, kind, (object code, bitcode))
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".o") as f:
+        f.write(payload[0][2][0])
+        f.flush()
+        run = subprocess.run([objdump, "-d", "--no-show-raw-insn", f.name], capture_output=True, text=True,
+                             timeout=300)
+    return run.stdout if run.returncode == 0 and run.stdout.strip() else None
+
+
+def assembly(kernel, *args):
+    """``kernel``'s assembly for ``args``: its cached machine code disassembled, else compiled afresh, uncached."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         pytest.skip(f"the packed-SIMD check reads x86 assembly; this machine is {platform.machine()}")
     if not binding.get_host_cpu_features().get("avx2", False):
         pytest.skip("this x86 CPU has no AVX2, so no 256-bit packed float32 to look for")
+    code = machine_code(kernel, *args)
+    if code is not None:
+        return code
     # inspect_asm is empty for code loaded from numba's cache: compile the same function and
     # options afresh, uncached.
     options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
     fresh = numba.njit(**options)(kernel.py_func)
     fresh(*args)
-    asm = "\n".join(fresh.inspect_asm().values())
-    return {m.group(1) for m in PACKED.finditer(asm)}
+    return "\n".join(fresh.inspect_asm().values())
+
+
+def packed_ops(kernel, *args):
+    """The packed float32 mul/add/FMA instructions in ``kernel``'s machine code for ``args``."""
+    return {m.group(1) for m in PACKED.finditer(assembly(kernel, *args))}
 
 
 def assert_packed(found):
@@ -114,11 +147,7 @@ PACKED_DOUBLE = re.compile(r"\b(v(?:mul|add|sub|fn?madd\d{3}|fn?msub\d{3})pd)\s+
 
 def packed_double_ops(kernel, *args):
     """``packed_ops`` for 256- or 512-bit packed float64 instructions (the one-character kernels compute in float64)."""
-    packed_ops(kernel, *args)  # the same skips
-    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
-    fresh = numba.njit(**options)(kernel.py_func)
-    fresh(*args)
-    return {m.group(1) for m in PACKED_DOUBLE.finditer("\n".join(fresh.inspect_asm().values()))}
+    return {m.group(1) for m in PACKED_DOUBLE.finditer(assembly(kernel, *args))}
 
 
 def test_one_character_blend_and_sample_pack_across_joints():
