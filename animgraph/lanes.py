@@ -6,16 +6,17 @@ so channel ``k`` of joint ``j`` for character ``l`` is ``tile[(j * CHANNELS + k)
 Consecutive characters are consecutive floats, so a loop over lanes with LANES a
 compile-time constant loads and stores whole SIMD registers.
 
-The maths is written once for one character, as scalar float32 functions inlined into
-the lane loop; they mirror ``maths.kmul``.  What keeps the loop packed (measured):
-flat 1-D buffers (a 2-D ``a[k, l]`` view has a runtime row stride and stays scalar),
-float32 constants (a Python float literal promotes the sum to float64), no allocation
-and no branches inside the lane loop.
+The maths is written once for one character, in ``animgraph.maths`` (``kmul``), generic over
+the float type: here it runs on float32 lanes, inlined into the lane loop.  What keeps the
+loop packed (measured): flat 1-D buffers (a 2-D ``a[k, l]`` view has a runtime row stride
+and stays scalar), float32 constants (a Python float literal promotes the sum to float64:
+``maths.const``), no allocation and no branches inside the lane loop.
 """
 
 import numpy as np
 from numba import njit
 
+from animgraph.maths import kmul, qmul, qrot, vadd, vcross, vscale  # noqa: F401  (lanes_ik takes them from here)
 from animgraph.pose import Pose
 from animgraph.views import alive, borrowed
 
@@ -24,7 +25,6 @@ POS, ROT, SCL, VEL, ANG, SVL = 0, 3, 7, 10, 13, 16  # first channel of each fiel
 WIDTHS = (3, 4, 3, 3, 3, 3)  # channels of each field, in FIELDS order
 CHANNELS = 19
 JOINT = CHANNELS * LANES  # floats per joint in a tile
-TWO = np.float32(2.0)  # float32 so that 2 * x stays float32
 
 # No kernel is compiled with fastmath flags (``contract`` fused a * b + c): with them, which products
 # LLVM fuses depends on the code around a kernel once inlined (the partial or whole executor, aliasing
@@ -65,67 +65,6 @@ def unpack_tiles(tiles, batch):
     channels = tiles.reshape(-1, joints, CHANNELS, LANES).transpose(0, 3, 1, 2).reshape(-1, joints, CHANNELS)
     ends = np.cumsum(WIDTHS)
     return Pose(*(np.ascontiguousarray(channels[:batch, :, e - w:e]) for e, w in zip(ends, WIDTHS)))
-
-
-# ---------------------------------------------------------------- one character, float32 (mirrors maths)
-
-
-@njit(inline="always")
-def vadd(a, b):
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-
-
-@njit(inline="always")
-def vmul(a, b):
-    return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
-
-
-@njit(inline="always")
-def vscale(a, s):
-    return (a[0] * s, a[1] * s, a[2] * s)
-
-
-@njit(inline="always")
-def vcross(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
-
-
-@njit(inline="always")
-def qmul(a, b):
-    """Hamilton product ``a * b`` (w-first)."""
-    return (
-        a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-        a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-        a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-        a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
-    )
-
-
-@njit(inline="always")
-def qrot(q, v):
-    """``v`` rotated by unit ``q``: v + w t + u x t with t = 2 u x v."""
-    u = (q[1], q[2], q[3])
-    t = vscale(vcross(u, v), TWO)
-    return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
-
-
-@njit(inline="always")
-def kmul(a, b):
-    """Moving frame ``b`` (in ``a``) expressed in ``a``'s parent, as ``maths.kmul``.
-
-    vel = av + aw x r + R(asv * as * bp + as * bv), the leverage and scale-expansion terms.
-    """
-    ap, ar, asc, av, aw, asv = a
-    bp, br, bsc, bv, bw, bsv = b
-    r = qrot(ar, vmul(asc, bp))
-    pos = vadd(ap, r)
-    rot = qmul(ar, br)
-    scl = vmul(asc, bsc)
-    dp = vadd(vmul(vmul(asv, asc), bp), vmul(asc, bv))
-    vel = vadd(vadd(av, vcross(aw, r)), qrot(ar, dp))
-    ang = vadd(aw, qrot(ar, bw))
-    svl = vadd(asv, bsv)
-    return (pos, rot, scl, vel, ang, svl)
 
 
 # ---------------------------------------------------------------- one lane of a tile

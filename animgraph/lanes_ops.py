@@ -1,16 +1,17 @@
 """Lane versions of the ozz chain's ops (sample linear, blend) over one tile of ``lanes.LANES`` characters.
 
 Same tile layout and rules as ``animgraph.lanes``: the maths is written once per character
-as float32 ``inline='always'`` functions and mapped over the lanes; inputs, outputs and
-scratch are separate buffers; no allocation and no branches inside a lane loop.
+(``animgraph.maths``, generic over the float type, or here when only the lanes use it) and
+mapped over the lanes in float32; inputs, outputs and scratch are separate buffers; no
+allocation and no branches inside a lane loop.
 
 numba has no vector sin/cos/atan2 here (no SVML), and a libm call in a lane loop keeps it
 scalar, so the rotation maths is polynomial:
 
 - ``sample_linear_tile``: ``exp(s r1) q_k`` needs the quaternion exp of ``h = s r1 / 2``
-  with ``|h| <= pi/2`` (``r1`` is the shortest rotation from key k to k+1).  ``cos|h|`` and
-  ``sin|h| / |h|`` are Taylor series in ``|h|^2``: no sqrt, no divide, no branch near 0, and
-  8 terms leave < 1e-9 at ``pi/2`` (below float32 rounding).
+  with ``|h| <= pi/2`` (``r1`` is the shortest rotation from key k to k+1): ``maths.qexp_series``,
+  whose ``cos|h|`` and ``sin|h| / |h|`` are Taylor series in ``|h|^2`` (no sqrt, no divide, no
+  branch near 0; in float32 8 terms, < 1e-9 at ``pi/2``, below float32 rounding).
 - ``blend_tile``: ``maths.blend_rot``'s slerp sum form, whose weights ``sin(t h) / sin h``
   are power series in ``y = cos h - 1`` (``maths.slerp_weights``).  With the weight fixed
   per lane, their coefficients are computed once per op (``fill_coefficients``) and each lane
@@ -23,21 +24,18 @@ import math
 import numpy as np
 from numba import njit
 
-from animgraph.lanes import ANG, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, qmul, \
-    store_lane3, store_lane4, vadd, vscale
+from animgraph.lanes import ANG, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, store_lane3, store_lane4
 from animgraph.kernels import basis, keys, segment
-from animgraph.maths import poly12
+from animgraph.maths import poly, qdot, qexp_series, qinv, qmul, qscale, slerp_sum, slerp_sum_still, vadd, vcross, \
+    vlerp, vscale, vsub
 from animgraph.views import alive, borrowed
 
 F32 = np.float32
 ONE = F32(1.0)
 ZERO = F32(0.0)
 HALF = F32(0.5)
-TWO = F32(2.0)
-
-# Taylor coefficients of cos(x) and sin(x) / x in x^2, float32 so the Horner sums stay float32.
-COS = tuple(F32((-1.0) ** k / math.factorial(2 * k)) for k in range(8))
-SINC = tuple(F32((-1.0) ** k / math.factorial(2 * k + 1)) for k in range(8))
+TWO = F32(2.0)  # lanes_ik's
+qconj = qinv  # lanes_ik's name for it (ik lane copy: next step)
 
 # Jacobian series (left Jacobian of exp, ``maths.from_scaled_angle_axis_ang``): (1 - cos t) / t^2 and
 # (t - sin t) / t^3 in z = t^2, to degree 11: below float32 resolution for t <= 4 (cubic charts overshoot pi a little).
@@ -131,56 +129,6 @@ def lane_weights(alpha, alpha_vel=0.0):
 
 
 @njit(inline="always")
-def poly8(z, c):
-    """``sum c[k] z^k``, k < 8, by Horner."""
-    return ((((((c[7] * z + c[6]) * z + c[5]) * z + c[4]) * z + c[3]) * z + c[2]) * z + c[1]) * z + c[0]
-
-
-@njit(inline="always")
-def qexp_half(h):
-    """Unit quaternion ``exp((0, h))`` for ``|h| <= pi/2``, from Taylor series (no sqrt, no branch)."""
-    z = h[0] * h[0] + h[1] * h[1] + h[2] * h[2]
-    s = poly8(z, SINC)
-    return (poly8(z, COS), h[0] * s, h[1] * s, h[2] * s)
-
-
-@njit(inline="always")
-def vlerp(a, b, t):
-    return (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]))
-
-
-@njit(inline="always")
-def vsub(a, b):
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-@njit(inline="always")
-def qdot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
-
-
-@njit(inline="always")
-def qscale(q, s):
-    return (q[0] * s, q[1] * s, q[2] * s, q[3] * s)
-
-
-@njit(inline="always")
-def qadd(a, b):
-    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
-
-
-@njit(inline="always")
-def qconj(q):
-    return (q[0], -q[1], -q[2], -q[3])
-
-
-@njit(inline="always")
-def ang_to_qdx(q, w):
-    """d/dt of unit ``q`` turning at left angular velocity ``w``: ``(0, w) q / 2``."""
-    return qscale(qmul((ZERO, w[0], w[1], w[2]), q), HALF)
-
-
-@njit(inline="always")
 def horner(coef, at, lane, y):
     """``sum coef[(at + k) * LANES + lane] y^k`` for k <= SLERP_DEGREE (a constant trip count: LLVM unrolls it)."""
     acc = coef[(at + SLERP_DEGREE) * LANES + lane]
@@ -198,30 +146,7 @@ def shortest(ar, br):
 
 
 @njit(inline="always")
-def slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1):
-    """Slerp's sum form ``f0 ar + f1 br`` and ``d = d(rot)/dt rot^-1`` (half the angular velocity, rad/s) at a
-    weight that does not move, from the weights ``f0, f1`` and their derivatives ``d0, d1`` in ``y``; ``br`` on
-    ``ar``'s side (``shortest``)."""
-    dar, dbr = ang_to_qdx(ar, aw), ang_to_qdx(br, bw)
-    dx = qdot(dar, br) + qdot(ar, dbr)  # d(cos h)/dt
-    rot = qadd(qscale(ar, f0), qscale(br, f1))
-    drot = qadd(qadd(qscale(ar, d0 * dx), qscale(br, d1 * dx)), qadd(qscale(dar, f0), qscale(dbr, f1)))
-    return rot, qmul(drot, qconj(rot))
-
-
-@njit(inline="always")
-def slerp_sum(ar, aw, br, bw, f0, f1, d0, d1, hs, alpha_vel):
-    """``slerp_sum_still`` with the weight moving at ``alpha_vel`` (1/s): the rotation and its angular velocity
-    (rad/s); ``hs = h / sin h``."""
-    rot, d = slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1)
-    # The weight's rate turns the result along log(br ar^-1) = 2 (h / sin h) vec(br ar^-1).
-    delta = qmul(br, qconj(ar))
-    k = TWO * hs * alpha_vel
-    return rot, (TWO * d[1] + k * delta[1], TWO * d[2] + k * delta[2], TWO * d[3] + k * delta[3])
-
-
-@njit(inline="always")
-def blend_rot(ar, aw, br, bw, coef, lane, alpha_vel):
+def blend_rot_lanes(ar, aw, br, bw, coef, lane, alpha_vel):
     """``maths.blend_rot`` in float32: slerp's sum form and its exact time derivative, any angle apart."""
     br, y = shortest(ar, br)
     f0, f1 = horner(coef, C_F0, lane, y), horner(coef, C_F1, lane, y)
@@ -255,16 +180,10 @@ def slerp_series(t, like):
 
 
 @njit(inline="always")
-def poly9(z, c):
-    """``sum c[k] z^k``, k < 9, by Horner."""
-    return (((((((c[8] * z + c[7]) * z + c[6]) * z + c[5]) * z + c[4]) * z + c[3]) * z + c[2]) * z + c[1]) * z + c[0]
-
-
-@njit(inline="always")
 def derivative9(c):
-    """Coefficients of d/dy of ``poly9(y, c)`` (degree 7, padded with zeros to 9)."""
-    zero = c[0] - c[0]
-    return (c[1], 2 * c[2], 3 * c[3], 4 * c[4], 5 * c[5], 6 * c[6], 7 * c[7], 8 * c[8], zero)
+    """Coefficients of d/dy of ``maths.poly(y, c)`` for 9 coefficients (degree 7, padded with zeros to 9), in float64:
+    ``k c_k`` is exact there, and ``poly`` indexes a tuple of one type."""
+    return (np.float64(c[1]), 2.0 * c[2], 3.0 * c[3], 4.0 * c[4], 5.0 * c[5], 6.0 * c[6], 7.0 * c[7], 8.0 * c[8], 0.0)
 
 
 # h / sin h in y: g_0 = 1, g_k = g_(k-1) (-k / (2k + 1)) (``fill_coefficients``' row C_HS).
@@ -284,15 +203,14 @@ def near_weights(alpha, like):
 
 @njit(inline="always")
 def blend_rot_near(ar, aw, br, y, bw, weights, alpha_vel):
-    """``blend_rot`` for one character from ``near_weights``; ``br`` and ``y`` from ``shortest``, ``y >= NEAR_Y``.
+    """``blend_rot_lanes`` for one character from ``near_weights``; ``br`` and ``y`` from ``shortest``, ``y >= NEAR_Y``.
 
     A weight that does not move (the usual case) skips the weight-rate term, whose value is then exactly 0.
     """
     f0, f1, d0, d1, hs = weights
     if alpha_vel == 0.0:
-        rot, d = slerp_sum_still(ar, aw, br, bw, poly9(y, f0), poly9(y, f1), poly9(y, d0), poly9(y, d1))
-        return rot, (TWO * d[1], TWO * d[2], TWO * d[3])
-    return slerp_sum(ar, aw, br, bw, poly9(y, f0), poly9(y, f1), poly9(y, d0), poly9(y, d1), poly9(y, hs), alpha_vel)
+        return slerp_sum_still(ar, aw, br, bw, poly(y, f0), poly(y, f1), poly(y, d0), poly(y, d1))
+    return slerp_sum(ar, aw, br, bw, poly(y, f0), poly(y, f1), poly(y, d0), poly(y, d1), poly(y, hs), alpha_vel)
 
 
 # ---------------------------------------------------------------- kernels over a tile
@@ -343,7 +261,7 @@ def linear_joint(keys, sv, unit, out, at):
         store_lane3(out, at + POS * LANES + lane, vadd(p0, vscale(dp, s)))
         store_lane3(out, at + VEL * LANES + lane, vscale(dp, v))
         # Linear: r = s r1 moves along itself, so ang = r1 ds/dt (the left Jacobian is the identity).
-        store_lane4(out, at + ROT * LANES + lane, qmul(qexp_half(vscale(r1, s * HALF)), q0))
+        store_lane4(out, at + ROT * LANES + lane, qmul(qexp_series(vscale(r1, s * HALF)), q0))
         store_lane3(out, at + ANG * LANES + lane, vscale(r1, v))
     if unit:  # the clip's flag, the same for every lane: outside the lane loops
         for i in range(3 * LANES):
@@ -423,15 +341,10 @@ def hermite3(w0, w1, w2, w3, x0, m0, x1, m1):
 def exp_ang(r, dr):
     """``exp(r)`` (unit quaternion) and the left Jacobian times ``dr``: ``maths.from_scaled_angle_axis_ang``."""
     z = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
-    a, b = poly12(z, JAC_A), poly12(z, JAC_B)
-    x = vcross3(r, dr)
-    ang = vadd(vadd(dr, vscale(x, a)), vscale(vcross3(r, x), b))
-    return qexp_half(vscale(r, HALF)), ang
-
-
-@njit(inline="always")
-def vcross3(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+    a, b = poly(z, JAC_A), poly(z, JAC_B)
+    x = vcross(r, dr)
+    ang = vadd(vadd(dr, vscale(x, a)), vscale(vcross(r, x), b))
+    return qexp_series(vscale(r, HALF)), ang
 
 
 @njit(inline="always")
@@ -542,7 +455,7 @@ def blend_tile(a, b, coef, alpha, alpha_vel, out):
             bp, br, bsc, bv, bw, bsv = load_lane(b, j, lane)
             store_lane3(out, at + POS * LANES + lane, vlerp(ap, bp, w))
             store_lane3(out, at + VEL * LANES + lane, vadd(vlerp(av, bv, w), vscale(vsub(bp, ap), dw)))
-            rot, ang = blend_rot(ar, aw, br, bw, coef, lane, dw)
+            rot, ang = blend_rot_lanes(ar, aw, br, bw, coef, lane, dw)
             store_lane4(out, at + ROT * LANES + lane, rot)
             store_lane3(out, at + ANG * LANES + lane, ang)
         if unit_scales(a, b, at):  # log 1 = 0: the blended scale is 1, its rate the lerp of the rates

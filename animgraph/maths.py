@@ -1,10 +1,16 @@
 """Vector, quaternion and kineform maths with time derivatives, as numba kernels.
 
-Every function here works on plain tuples of float64 so that numba keeps them in
+Every function here works on plain tuples of floats so that numba keeps them in
 registers: a vec3 is ``(x, y, z)``, a quaternion is ``(w, x, y, z)`` (unit,
 w-first), and a kineform is the 6-tuple ``(pos, rot, scl, vel, ang, svl)`` of one
 joint.  Arrays stay float32 in memory; ``load_*``/``store_*`` convert at the edge
-so all arithmetic runs in float64.
+so the per-character arithmetic runs in float64.  The functions the lane tiles use
+(``animgraph.lanes``: float32, 16 characters per loop) are generic over the float
+type: their constants go through ``const`` (a Python float literal would promote
+float32 maths to float64 and keep the lane loop from packing), they have no
+branches, and numba inlines them (``inline="always"``): left to LLVM's inliner, the
+joint loop of ``nodes.blend.near_rot_rows`` measured unpacked (no packed float64 op
+against 253).
 
 Conventions (see DESIGN.md): ``ang`` is the scaled angle-axis rate that
 left-multiplies, ``rot(t+dt) = exp(ang*dt) * rot(t)``; ``svl`` is d/dt log(scl).
@@ -14,29 +20,60 @@ This is the one module for this maths: nodes and ops import from here.
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
 
 EPS = 1e-8
+
+
+# ---------------------------------------------------------------- constants in the argument's float type
+
+
+def const(value, like):
+    """Float ``value`` in the float type of ``like`` (float32 stays float32); any other ``like`` keeps it as is."""
+    return type(like)(value) if isinstance(like, np.floating) else value
+
+
+@overload(const, inline="always")
+def _const(value, like):
+    if isinstance(like, types.Float):
+        cast = as_dtype(like).type
+        return lambda value, like: cast(value)
+    return lambda value, like: value
+
+
+def pick(like, for64, for32):
+    """``for32`` if ``like`` is float32, else ``for64``: constant tables (series) sized for the argument's precision."""
+    return for32 if isinstance(like, np.float32) else for64
+
+
+@overload(pick, inline="always")
+def _pick(like, for64, for32):
+    if like == types.float32:
+        return lambda like, for64, for32: for32
+    return lambda like, for64, for32: for64
+
 
 # ---------------------------------------------------------------- vec3
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vadd(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vsub(a, b):
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vscale(a, s):
     return (a[0] * s, a[1] * s, a[2] * s)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vmul(a, b):
     """Element-wise product."""
     return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
@@ -53,7 +90,7 @@ def vneg(a):
     return (-a[0], -a[1], -a[2])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vlerp(a, b, t):
     return (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]))
 
@@ -63,7 +100,7 @@ def vdot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def vcross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
@@ -143,7 +180,7 @@ def smooth_max0(x, dx, soft, dsoft):
     return 2.0 * soft * g, 2.0 * dsoft * g + 2.0 * soft * u * u * (3.0 - 2.0 * u) * du
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qmul(a, b):
     """Hamilton product ``a * b`` (w-first)."""
     return (
@@ -154,23 +191,23 @@ def qmul(a, b):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qinv(q):
     """Inverse of a unit quaternion (its conjugate)."""
     return (q[0], -q[1], -q[2], -q[3])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qadd(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qscale(q, s):
     return (q[0] * s, q[1] * s, q[2] * s, q[3] * s)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qdot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]
 
@@ -208,11 +245,11 @@ def qabs(q):
     return q
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qrot(q, v):
     """Rotate vec3 ``v`` by unit quaternion ``q``."""
     u = (q[1], q[2], q[3])
-    t = vscale(vcross(u, v), 2.0)
+    t = vscale(vcross(u, v), const(2.0, q[0]))
     return vadd(vadd(v, vscale(t, q[0])), vcross(u, t))
 
 
@@ -235,29 +272,32 @@ def qexp(v):
     return (math.cos(half), v[0] * s, v[1] * s, v[2] * s)
 
 
-# Taylor coefficients of cos(x) and sin(x) / x in z = x^2 to degree 11: below 2e-17 for x <= pi/2.
+# Taylor coefficients of cos(x) and sin(x) / x in z = x^2 to degree 11: below 2e-17 for x <= pi/2; in float32 to
+# degree 7, below 1e-9 there (under float32 rounding).
 COS_SERIES = tuple((-1.0) ** k / math.factorial(2 * k) for k in range(12))
 SINC_SERIES = tuple((-1.0) ** k / math.factorial(2 * k + 1) for k in range(12))
+COS_SERIES32 = tuple(np.float32(c) for c in COS_SERIES[:8])
+SINC_SERIES32 = tuple(np.float32(c) for c in SINC_SERIES[:8])
 
 
 @njit(inline="always")
-def poly12(z, c):
-    """``sum c[k] z^k``, k < 12, by Horner (in the type of ``z`` and ``c``)."""
-    acc = c[11]
-    for k in range(10, -1, -1):
+def poly(z, c):
+    """``sum c[k] z^k`` over the tuple ``c``, by Horner (in the type of ``z`` and ``c``)."""
+    acc = c[len(c) - 1]
+    for k in range(len(c) - 2, -1, -1):
         acc = acc * z + c[k]
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qexp_series(v):
-    """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (float64-exact).
+    """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (exact to the float type).
 
-    All twelve terms whatever ``|v|``: a branch to fewer terms for short ``v`` keeps a loop
-    over joints from packing, which saves more (``nodes.sample.linear_rotation_rows``).
+    All the terms whatever ``|v|``: a branch to fewer terms for short ``v`` keeps a loop
+    over joints (``nodes.sample.linear_rotation_rows``) or lanes from packing, which saves more.
     """
     z = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
-    s, c = poly12(z, SINC_SERIES), poly12(z, COS_SERIES)
+    s, c = poly(z, pick(z, SINC_SERIES, SINC_SERIES32)), poly(z, pick(z, COS_SERIES, COS_SERIES32))
     return (c, v[0] * s, v[1] * s, v[2] * s)
 
 
@@ -458,17 +498,18 @@ def qbetween(a, b):
     return qnormalize((w, c[0], c[1], c[2]))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def qdx_to_ang(q, dq):
     """Angular velocity (rad/s, left-multiplying) of unit ``q`` moving at ``dq``."""
     d = qmul(dq, qinv(q))
-    return (2.0 * d[1], 2.0 * d[2], 2.0 * d[3])
+    two = const(2.0, d[1])
+    return (two * d[1], two * d[2], two * d[3])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ang_to_qdx(q, ang):
     """Time derivative of unit ``q`` rotating at left-multiplying angular velocity ``ang``."""
-    return qscale(qmul((0.0, ang[0], ang[1], ang[2]), q), 0.5)
+    return qscale(qmul((const(0.0, ang[0]), ang[0], ang[1], ang[2]), q), const(0.5, q[0]))
 
 
 @njit(cache=True)
@@ -493,7 +534,7 @@ def qbetween_dx(a, da, b, db):
 # ---------------------------------------------------------------- kineforms
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def kmul(a, b):
     """Compose moving frames: ``b`` expressed in ``a`` -> ``b`` in ``a``'s parent.
 
@@ -666,15 +707,30 @@ def blend_rot(ar, aw, br, bw, alpha, alpha_vel):
     if x < SLERP_SERIES_MIN:
         return blend_rot_log(ar, aw, br, bw, alpha, alpha_vel)
     f0, f1, df0, df1, h_sin = slerp_weights(x, 1.0 - alpha, alpha)
-    dar, dbr = ang_to_qdx(ar, aw), ang_to_qdx(br, bw)
-    dx = qdot(dar, br) + qdot(ar, dbr)
-    rot = qadd(qscale(ar, f0), qscale(br, f1))
-    drot = qadd(qadd(qscale(ar, df0 * dx), qscale(br, df1 * dx)), qadd(qscale(dar, f0), qscale(dbr, f1)))
-    ang = qdx_to_ang(rot, drot)
     if alpha_vel != 0.0:
-        delta = qmul(br, qinv(ar))
-        ang = vadd(ang, vscale((delta[1], delta[2], delta[3]), 2.0 * h_sin * alpha_vel))
-    return rot, ang
+        return slerp_sum(ar, aw, br, bw, f0, f1, df0, df1, h_sin, alpha_vel)
+    return slerp_sum_still(ar, aw, br, bw, f0, f1, df0, df1)
+
+
+@njit(cache=True, inline="always")
+def slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1):
+    """Slerp's sum form ``f0 ar + f1 br`` and its angular velocity (rad/s) at a weight that does not move, from
+    the weights ``f0 = f(1 - α)``, ``f1 = f(α)`` and their derivatives ``d0, d1`` in ``cos h``; ``br`` on ``ar``'s
+    side.  Generic over the float type, no branch: the lane tiles' blend too (``lanes_ops.blend_rot_lanes``)."""
+    dar, dbr = ang_to_qdx(ar, aw), ang_to_qdx(br, bw)
+    dx = qdot(dar, br) + qdot(ar, dbr)  # d(cos h)/dt
+    rot = qadd(qscale(ar, f0), qscale(br, f1))
+    drot = qadd(qadd(qscale(ar, d0 * dx), qscale(br, d1 * dx)), qadd(qscale(dar, f0), qscale(dbr, f1)))
+    return rot, qdx_to_ang(rot, drot)
+
+
+@njit(cache=True, inline="always")
+def slerp_sum(ar, aw, br, bw, f0, f1, d0, d1, h_sin, alpha_vel):
+    """``slerp_sum_still`` with the weight moving at ``alpha_vel`` (1/s); ``h_sin = h / sin h``."""
+    rot, ang = slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1)
+    # The weight's rate turns the result along log(br ar^-1) = 2 (h / sin h) vec(br ar^-1).
+    delta = qmul(br, qinv(ar))
+    return rot, vadd(ang, vscale((delta[1], delta[2], delta[3]), const(2.0, h_sin) * h_sin * alpha_vel))
 
 
 @njit(cache=True, error_model="numpy")

@@ -10,7 +10,7 @@ when the two rotations turn about the same axis.
 The rotation is computed as slerp's sum form ``f(1-α) qa + f(α) qb`` with ``f(t) = sin(t h) / sin h``
 a power series in ``cos h - 1`` (``maths.blend_rot``): no trigonometry per joint.  Joints whose two
 rotations are within 51.7 degrees and whose scales are 1 (the common case) run it from series
-coefficients computed once per op and rounded to the poses' float type (``lanes_ops.slerp_sum``), in
+coefficients computed once per op and rounded to the poses' float type (``maths.slerp_sum``), in
 loops over flat arrays that LLVM packs across joints (``blend_near_rows``: 65 joints 1.7 -> 0.6 us);
 the others are then re-done one by one by ``maths.blend_kform`` in float64 (``blend_far_rows``).
 """
@@ -24,8 +24,9 @@ from pydantic import Field
 from animgraph.kernels import row3, row3_64, row4_64, set_row3, set_row4, weight_input
 from animgraph.lanes import LANES, tile_slot
 from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_tile as blend_lanes, fill_coefficients, near_weights, \
-    poly9, shortest, slerp_sum, vadd, vlerp, vscale, vsub
-from animgraph.maths import blend_kform, load3, load_kform, store3, store_kform
+    shortest
+from animgraph.maths import blend_kform, load3, load_kform, poly, slerp_sum, store3, store_kform, vadd, vlerp, vscale, \
+    vsub
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
 from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
@@ -154,8 +155,8 @@ def near_rot_row(ar, aw, br, bw, weights, alpha_vel, rot, ang, j):
     f0, f1, d0, d1, hs = weights
     qa = row4_64(ar, j)
     qb, y = shortest(qa, row4_64(br, j))
-    q, w = slerp_sum(qa, row3_64(aw, j), qb, row3_64(bw, j), poly9(y, f0), poly9(y, f1), poly9(y, d0),
-                     poly9(y, d1), poly9(y, hs), alpha_vel)
+    q, w = slerp_sum(qa, row3_64(aw, j), qb, row3_64(bw, j), poly(y, f0), poly(y, f1), poly(y, d0),
+                     poly(y, d1), poly(y, hs), alpha_vel)
     set_row4(rot, j, q)
     set_row3(ang, j, w)
 

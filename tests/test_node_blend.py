@@ -13,8 +13,8 @@ from numba import njit
 from pydantic import ValidationError
 
 import animgraph as ag
-from animgraph.lanes_ops import near_weights, poly9
-from animgraph.maths import blend_kform
+from animgraph.lanes_ops import near_weights
+from animgraph.maths import blend_kform, poly
 from animgraph.node import REGISTRY
 from animgraph.nodes.blend import Blend, blend_kernel
 from animgraph.nodes.sample import sample_kernel
@@ -221,7 +221,7 @@ def test_velocities_match_central_fd_on_real_clips(bundled_clip):
 @njit
 def _near_series(alpha, y, like):
     f0, f1, d0, d1, hs = near_weights(alpha, like)
-    return poly9(y, f0), poly9(y, f1), poly9(y, d0), poly9(y, d1), poly9(y, hs)
+    return poly(y, f0), poly(y, f1), poly(y, d0), poly(y, d1), poly(y, hs)
 
 
 def test_near_series_match_the_closed_forms():
