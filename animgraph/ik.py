@@ -26,29 +26,33 @@ A weight ``w`` (with rate ``dw``) scales both rotation vectors.  The deltas are 
 on the global side and brought back to the local rotations with ``kdiv``.
 Degenerate cases are defined: a target at the root keeps the knee turn and skips the
 swing; zero-length bones leave the pose as is.
+
+The solve is generic over the float type and has no branches (every case computed, the
+valid one kept): the lane tiles (``lanes_ik``, float32) inline the same functions.
 """
 
-import math
-
+import numpy as np
 from numba import njit
 
 from .kernels import joint_global, joint_global_below, set_rotation_under
 from .maths import (
-    qbetween,
-    qbetween_dx,
+    const,
+    exp_neg,
+    into_lanes,
+    inv_len,
+    norm_dx,
     qabs,
+    qbetween_ang,
     qmul,
     qrot,
+    sel3,
+    sel4,
     smooth_max0,
     vadd,
     vcross,
     vcross_dx,
     vdot,
     vdot_dx,
-    vlen,
-    vlen_dx,
-    vnormalize,
-    vnormalize_dx,
     vscale,
     vsub,
     weighted_rotation,
@@ -62,25 +66,27 @@ HINT = 1e-2  # weight of the hinge axis in the bend direction (relative to the l
 TINY = 1e-9
 BEND_TURN = 1.0  # how far the half-way direction of the root swing leans to the bend side (root_swing)
 
+# error_model numpy throughout: the cases not kept may divide by zero (nan or inf, then not kept), with no check.
+
+
 # ---------------------------------------------------------------- the solver
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline=into_lanes)
 def soft_floor(x, dx, lo, dlo, s, ds):
     """``x`` (rate ``dx``) kept above ``lo`` softly (C2) over a band ``s`` (rates ``dlo``, ``ds``): exact from ``lo + s`` up.
 
     Below ``k = lo + s`` the value is ``lo + s exp(-u - u^2/2)``, ``u = (k - x)/s``: value,
     slope and curvature match at ``k``, and it tends to ``lo``.
     """
-    if x >= lo + s:
-        return x, dx
-    u = (lo + s - x) / s
+    u = max(lo + s - x, const(0.0, x)) / s
     du = (dlo + ds - dx) / s - u * ds / s
-    f = math.exp(-u - 0.5 * u * u)
-    return lo + s * f, dlo + ds * f - s * (1.0 + u) * f * du
+    f = exp_neg(u + const(0.5, x) * u * u)
+    keep = x >= lo + s
+    return (x if keep else lo + s * f), (dx if keep else dlo + ds * f - s * (const(1.0, x) + u) * f * du)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline=into_lanes)
 def clamp_reach(x, dx, lo, dlo, full, dfull):
     """Reach ``x`` (rate ``dx``) kept within ``[lo, REACH_MAX full]``, softly (C2): from ``(1 + FOLD_SOFT) lo`` down, from ``REACH_SOFT full`` up.
 
@@ -90,19 +96,20 @@ def clamp_reach(x, dx, lo, dlo, full, dfull):
     the reach is ``m - s exp(-u - u^2/2)``, ``u = (x - k)/s``, ``s = m - k``: value, slope and
     curvature match at ``k``, and it tends to ``m``.
     """
-    x, dx = soft_floor(x, dx, lo, dlo, FOLD_SOFT * lo, FOLD_SOFT * dlo)
-    k = REACH_SOFT * full
-    if x <= k:
-        return x, dx
-    s = (REACH_MAX - REACH_SOFT) * full
-    ds = (REACH_MAX - REACH_SOFT) * dfull
-    u = (x - k) / s
-    du = (dx - REACH_SOFT * dfull) / s - u * ds / s
-    f = math.exp(-u - 0.5 * u * u)
-    return REACH_MAX * full - s * f, REACH_MAX * dfull - ds * f + s * (1.0 + u) * f * du
+    x, dx = soft_floor(x, dx, lo, dlo, const(FOLD_SOFT, x) * lo, const(FOLD_SOFT, x) * dlo)
+    k = const(REACH_SOFT, x) * full
+    s = const(REACH_MAX - REACH_SOFT, x) * full
+    ds = const(REACH_MAX - REACH_SOFT, x) * dfull
+    u = max(x - k, const(0.0, x)) / s
+    du = (dx - const(REACH_SOFT, x) * dfull) / s - u * ds / s
+    f = exp_neg(u + const(0.5, x) * u * u)
+    keep = x <= k
+    soft = const(REACH_MAX, x) * full - s * f
+    dsoft = const(REACH_MAX, x) * dfull - ds * f + s * (const(1.0, x) + u) * f * du
+    return (x if keep else soft), (dx if keep else dsoft)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline=into_lanes)
 def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     """Unit direction (normal to the upper bone) the end bends towards, with its rate.
 
@@ -111,30 +118,32 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     the hinge's way, the hinge's plane when it is straight or bent against it, continuous
     in between.
     """
-    u, du = vnormalize(ab), vnormalize_dx(ab, vab)
+    u, du = norm_dx(ab, vab)
     along, dalong = vdot(bc, u), vdot_dx(bc, vbc, u, du)
     perp = vsub(bc, vscale(u, along))
     dperp = vsub(vsub(vbc, vscale(u, dalong)), vscale(du, along))
-    lbc, dlbc = vlen(bc), vlen_dx(bc, vbc)
+    lbc, ibc = inv_len(bc)
+    dlbc = vdot(bc, vbc) * ibc
+    hint = const(HINT, lbc)
     hx, dhx = vcross(hinge, u), vcross_dx(hinge, dhinge, u, du)
-    m = vadd(perp, vscale(hx, HINT * lbc))
-    dm = vadd(dperp, vadd(vscale(hx, HINT * dlbc), vscale(dhx, HINT * lbc)))
-    if vlen(hx) > TINY:
-        # A knee never bends against its hinge: the bone's part along the hinge's bend
-        # direction is kept >= 0 (C2 over HINT lbc), so a chain the animation carries through
-        # straight, or a little over, keeps bending the hinge's way instead of flipping.
-        n, dn = vnormalize(hx), vnormalize_dx(hx, dhx)
-        a, da = vdot(perp, n), vdot_dx(perp, dperp, n, dn)
-        if a < HINT * lbc:
-            kept, dkept = smooth_max0(a, da, HINT * lbc, HINT * dlbc)
-            m = vadd(m, vscale(n, kept - a))
-            dm = vadd(dm, vadd(vscale(n, dkept - da), vscale(dn, kept - a)))
-    if vlen(m) < TINY * lbc:
-        return (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
-    return vnormalize(m), vnormalize_dx(m, dm)
+    m = vadd(perp, vscale(hx, hint * lbc))
+    dm = vadd(dperp, vadd(vscale(hx, hint * dlbc), vscale(dhx, hint * lbc)))
+    # A knee never bends against its hinge: the bone's part along the hinge's bend
+    # direction is kept >= 0 (C2 over HINT lbc), so a chain the animation carries through
+    # straight, or a little over, keeps bending the hinge's way instead of flipping
+    # (``n`` is zero when ``hx`` has no direction, and ``kept = a`` above the band: m unchanged).
+    n, dn = norm_dx(hx, dhx)
+    a, da = vdot(perp, n), vdot_dx(perp, dperp, n, dn)
+    kept, dkept = smooth_max0(a, da, hint * lbc, hint * dlbc)
+    m = vadd(m, vscale(n, kept - a))
+    dm = vadd(dm, vadd(vscale(n, dkept - da), vscale(dn, kept - a)))
+    mu, dmu = norm_dx(m, dm)
+    small = np.sqrt(vdot(m, m)) < const(TINY, lbc) * lbc
+    z = (const(0.0, lbc), const(0.0, lbc), const(0.0, lbc))
+    return sel3(small, z, mu), sel3(small, z, dmu)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy", inline=into_lanes)
 def root_swing(e, de, t, dt, h, dh):
     """Root rotation taking direction ``e`` onto ``t`` (model space), with its angular velocity (rad/s).
 
@@ -148,15 +157,87 @@ def root_swing(e, de, t, dt, h, dh):
     (about 41 degrees from ``-e`` away from the bend side: behind and above a hanging arm,
     in front of and above a standing leg), where reach targets rarely go.
     """
-    e1, de1 = vnormalize(e), vnormalize_dx(e, de)
-    t1, dt1 = vnormalize(t), vnormalize_dx(t, dt)
-    s, ds = 0.5 * (1.0 - vdot(e1, t1)), -0.5 * vdot_dx(e1, de1, t1, dt1)
+    e1, de1 = norm_dx(e, de)
+    t1, dt1 = norm_dx(t, dt)
+    half = const(0.5, e1[0])
+    s, ds = half * (const(1.0, e1[0]) - vdot(e1, t1)), -half * vdot_dx(e1, de1, t1, dt1)
     n, dn = vcross(h, e1), vcross_dx(h, dh, e1, de1)
-    m = vadd(vadd(e1, t1), vscale(n, BEND_TURN * s))
-    dm = vadd(vadd(de1, dt1), vscale(vadd(vscale(n, ds), vscale(dn, s)), BEND_TURN))
-    q1, w1 = qbetween(e1, m), qbetween_dx(e1, de1, m, dm)
-    q2, w2 = qbetween(m, t1), qbetween_dx(m, dm, t1, dt1)
+    turn = const(BEND_TURN, s)
+    m = vadd(vadd(e1, t1), vscale(n, turn * s))
+    dm = vadd(vadd(de1, dt1), vscale(vadd(vscale(n, ds), vscale(dn, s)), turn))
+    q1, w1 = qbetween_ang(e1, de1, m, dm)
+    q2, w2 = qbetween_ang(m, dm, t1, dt1)
     return qabs(qmul(q2, q1)), vadd(w2, qrot(q2, w1))
+
+
+@njit(cache=True, error_model="numpy", inline=into_lanes)
+def knee_turn(a, b, c, tp, tv, hinge):
+    """Global rotation delta of the knee (and its angular velocity, rad/s) that gives the end the target's reach.
+
+    ``a``, ``b``, ``c`` are the global kineforms of root, mid and end; ``tp``/``tv`` the
+    target's position and velocity; ``hinge`` the mid joint's hinge axis in its own frame.
+    The identity when a bone has no length or the chain has no bend direction.
+    """
+    one, zero = const(1.0, a[0][0]), const(0.0, a[0][0])
+    identity, z = (one, zero, zero, zero), (zero, zero, zero)
+    ab, vab = vsub(b[0], a[0]), vsub(b[3], a[3])
+    bc, vbc = vsub(c[0], b[0]), vsub(c[3], b[3])
+    at, vat = vsub(tp, a[0]), vsub(tv, a[3])
+    lab, iab = inv_len(ab)
+    lbc, ibc = inv_len(bc)
+    dlab, dlbc = vdot(ab, vab) * iab, vdot(bc, vbc) * ibc
+    full, dfull = lab + lbc, dlab + dlbc
+    lo = abs(lab - lbc) + const(REACH_MIN, lab) * full
+    dlo = (one if lab - lbc >= zero else -one) * (dlab - dlbc) + const(REACH_MIN, lab) * dfull
+    lat, iat = inv_len(at)
+    reach, dreach = clamp_reach(lat, vdot(at, vat) * iat, lo, dlo, full, dfull)
+
+    # Interior angle at the knee that gives the reach (law of cosines); never 0 or pi.
+    two = const(2.0, lab)
+    num = lab * lab + lbc * lbc - reach * reach
+    dnum = two * (lab * dlab + lbc * dlbc - reach * dreach)
+    den = two * lab * lbc
+    dden = two * (dlab * lbc + lab * dlbc)
+    cos1 = min(one, max(-one, num / den))
+    dcos1 = (dnum * den - num * dden) / (den * den)
+    sin1 = np.sqrt(max(zero, one - cos1 * cos1))
+    dsin1 = -cos1 * dcos1 / sin1 if sin1 > const(1e-12, sin1) else zero
+
+    # Turn the lower bone onto the direction with that angle, in the bend plane.
+    h = qrot(b[1], hinge)
+    m, dm = bend_direction(ab, vab, bc, vbc, h, vcross(b[4], h))
+    u, du = norm_dx(ab, vab)
+    shin = vscale(vadd(vscale(u, -cos1), vscale(m, sin1)), lbc)
+    dshin = vadd(
+        vscale(vadd(vscale(u, -cos1), vscale(m, sin1)), dlbc),
+        vscale(vadd(vadd(vscale(u, -dcos1), vscale(du, -cos1)), vadd(vscale(m, dsin1), vscale(dm, sin1))), lbc),
+    )
+    q, w = qbetween_ang(bc, vbc, shin, dshin)
+    turn = vdot(m, m) > zero and lab >= const(TINY, lab) and lbc >= const(TINY, lab)
+    return sel4(turn, q, identity), sel3(turn, w, z)
+
+
+@njit(cache=True, error_model="numpy", inline=into_lanes)
+def hip_swing(a, b, c, tp, tv, hinge, q_knee, w_knee):
+    """Global rotation delta of the root (and its angular velocity, rad/s) taking the end, after the knee's
+    ``q_knee``/``w_knee``, onto the target line (``root_swing``); arguments as ``knee_turn``'s.
+
+    The identity when a bone has no length or the target or the end is at the root.
+    """
+    one, zero = const(1.0, a[0][0]), const(0.0, a[0][0])
+    ab, bc, vbc = vsub(b[0], a[0]), vsub(c[0], b[0]), vsub(c[3], b[3])
+    at, vat = vsub(tp, a[0]), vsub(tv, a[3])
+    lab, lbc, lat = np.sqrt(vdot(ab, ab)), np.sqrt(vdot(bc, bc)), np.sqrt(vdot(at, at))
+    tiny = const(TINY, lab)
+    full = lab + lbc
+    h = qrot(b[1], hinge)
+    r = qrot(q_knee, bc)
+    c1 = vadd(b[0], r)
+    vc1 = vadd(vadd(b[3], vcross(w_knee, r)), qrot(q_knee, vbc))
+    ac1, vac1 = vsub(c1, a[0]), vsub(vc1, a[3])
+    q, w = root_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
+    swing = not (lat < tiny * full or np.sqrt(vdot(ac1, ac1)) < tiny * full) and lab >= tiny and lbc >= tiny
+    return sel4(swing, q, (one, zero, zero, zero)), sel3(swing, w, (zero, zero, zero))
 
 
 @njit(cache=True)
@@ -164,56 +245,14 @@ def two_bone_solve(a, b, c, t, hinge, w, dw):
     """Global rotation deltas (hip, knee) with angular velocities taking end ``c`` to target ``t``.
 
     ``a``, ``b``, ``c`` are the global kineforms of root, mid and end; ``t`` is the
-    target ``(pos, vel)``; ``hinge`` the mid joint's hinge axis in its own frame.
-    Returns ``(q_hip, ang_hip, q_knee, ang_knee)``: the new global rotations are
-    ``q_hip * a.rot`` and ``q_hip * q_knee * b.rot``.
+    target ``(pos, vel)``; ``hinge`` the mid joint's hinge axis in its own frame; weight
+    ``w`` (rate ``dw``) on both.  Returns ``(q_hip, ang_hip, q_knee, ang_knee)``: the new
+    global rotations are ``q_hip * a.rot`` and ``q_hip * q_knee * b.rot``.
     """
-    ident = (1.0, 0.0, 0.0, 0.0)
-    zero = (0.0, 0.0, 0.0)
-    ab, vab = vsub(b[0], a[0]), vsub(b[3], a[3])
-    bc, vbc = vsub(c[0], b[0]), vsub(c[3], b[3])
-    at, vat = vsub(t[0], a[0]), vsub(t[1], a[3])
-    lab, dlab = vlen(ab), vlen_dx(ab, vab)
-    lbc, dlbc = vlen(bc), vlen_dx(bc, vbc)
-    if lab < TINY or lbc < TINY:
-        return ident, zero, ident, zero
-    full, dfull = lab + lbc, dlab + dlbc
-    lo = abs(lab - lbc) + REACH_MIN * full
-    dlo = math.copysign(1.0, lab - lbc) * (dlab - dlbc) + REACH_MIN * dfull
-    reach, dreach = clamp_reach(vlen(at), vlen_dx(at, vat), lo, dlo, full, dfull)
-
-    # Interior angle at the knee that gives the reach (law of cosines); never 0 or pi.
-    num = lab * lab + lbc * lbc - reach * reach
-    dnum = 2.0 * (lab * dlab + lbc * dlbc - reach * dreach)
-    den = 2.0 * lab * lbc
-    dden = 2.0 * (dlab * lbc + lab * dlbc)
-    cos1 = min(1.0, max(-1.0, num / den))
-    dcos1 = (dnum * den - num * dden) / (den * den)
-    sin1 = math.sqrt(max(0.0, 1.0 - cos1 * cos1))
-    dsin1 = -cos1 * dcos1 / sin1 if sin1 > 1e-12 else 0.0
-
-    # Knee: turn the lower bone onto the direction with that angle, in the bend plane.
-    h = qrot(b[1], hinge)
-    m, dm = bend_direction(ab, vab, bc, vbc, h, vcross(b[4], h))
-    u, du = vnormalize(ab), vnormalize_dx(ab, vab)
-    shin = vscale(vadd(vscale(u, -cos1), vscale(m, sin1)), lbc)
-    dshin = vadd(
-        vscale(vadd(vscale(u, -cos1), vscale(m, sin1)), dlbc),
-        vscale(vadd(vadd(vscale(u, -dcos1), vscale(du, -cos1)), vadd(vscale(m, dsin1), vscale(dm, sin1))), lbc),
-    )
-    q_knee, w_knee = ident, zero
-    if vlen(m) > 0.0:
-        q_knee, w_knee = weighted_rotation(qbetween(bc, shin), qbetween_dx(bc, vbc, shin, dshin), w, dw)
-
-    # End after the knee turn, then the root swing that takes it onto the target line.
-    r = qrot(q_knee, bc)
-    c1 = vadd(b[0], r)
-    vc1 = vadd(vadd(b[3], vcross(w_knee, r)), qrot(q_knee, vbc))
-    ac1, vac1 = vsub(c1, a[0]), vsub(vc1, a[3])
-    if vlen(at) < TINY * full or vlen(ac1) < TINY * full:
-        return ident, zero, q_knee, w_knee  # target at the root: no direction to swing to
-    q_sw, w_sw = root_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
-    q_hip, w_hip = weighted_rotation(q_sw, w_sw, w, dw)
+    q, ang = knee_turn(a, b, c, t[0], t[1], hinge)
+    q_knee, w_knee = weighted_rotation(q, ang, w, dw)
+    q, ang = hip_swing(a, b, c, t[0], t[1], hinge, q_knee, w_knee)
+    q_hip, w_hip = weighted_rotation(q, ang, w, dw)
     return q_hip, w_hip, q_knee, w_knee
 
 

@@ -16,7 +16,7 @@ and stays scalar), float32 constants (a Python float literal promotes the sum to
 import numpy as np
 from numba import njit
 
-from animgraph.maths import kmul, qmul, qrot, vadd, vcross, vscale  # noqa: F401  (lanes_ik takes them from here)
+from animgraph.maths import kmul
 from animgraph.pose import Pose
 from animgraph.views import alive, borrowed
 

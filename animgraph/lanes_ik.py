@@ -1,15 +1,9 @@
 """Two-bone IK over one lane tile: ``ik.apply_two_bone`` at full weight in float32, exact velocities.
 
-The solve is ``ik.two_bone_solve`` written once per character with selects instead of
-branches (every case is computed, the valid one kept), so the lane loop can be packed:
-
-- the soft reach clamp's ``exp(-v)`` (``v >= 0``) is ``p(v/16)^16`` with ``p`` the Taylor
-  series of ``exp(-x)`` to degree 11 (relative error < 2e-6 for ``v <= 20``; beyond, the
-  term it scales is below float32 resolution of the reach), since libm's exp would keep
-  the loop scalar;
-- the root's swing (``ik.root_swing``): two shortest arcs;
-- ``qbetween``'s opposite-vector case (a half turn about an axis normal to ``a``) and the
-  zero-length guards are selects.
+The solve is ``ik.knee_turn`` and ``ik.hip_swing``, generic over the float type and written
+with selects instead of branches, inlined into the lane loop (``maths.into_lanes``) so it
+packs; the soft reach clamp's ``exp(-v)`` is then ``maths.exp_neg``'s float32 series, as
+libm's exp would keep the loop scalar.
 
 Weight is 1 with rate 0 (the ozz chain's); ``weighted_rotation`` is then the identity.
 The chain's globals come from tile passes like ``fk_tile`` along the path from the root to
@@ -19,18 +13,13 @@ the end joint only, into scratch (never read and written in the same lane loop).
 import numpy as np
 from numba import njit
 
-from animgraph.lanes import ANG, JOINT, LANES, ROT, copy_joint, kmul_joint, load_lane, qmul, qrot, \
-    store_lane3, store_lane4, vadd, vcross, vscale
+from animgraph.ik import hip_swing, knee_turn
+from animgraph.lanes import ANG, JOINT, LANES, ROT, copy_joint, kmul_joint, load_lane, store_lane3, store_lane4
 from animgraph.lanes import fk_tile
-from animgraph.lanes_ops import HALF, KEY, ONE, TWO, ZERO, blend_tile, qconj, qdot, qscale, sample_linear_tile, vsub
+from animgraph.lanes_ops import KEY, ONE, blend_tile, sample_linear_tile
+from animgraph.maths import qinv, qmul, qrot, vadd, vsub
 
 F32 = np.float32
-EPS = F32(1e-8)  # maths.EPS
-TINY = F32(1e-9)  # ik.TINY
-REACH_SOFT, REACH_MAX, REACH_MIN, HINT = F32(0.97), F32(0.999), F32(1e-3), F32(1e-2)  # ik's constants
-FOLD_SOFT = F32(1.0 / 3.0)  # ik's
-BEND_TURN = F32(1.0)  # ik's
-EXPM = tuple(F32((-1.0) ** k / np.prod(np.arange(1, k + 1, dtype=np.float64))) for k in range(12))  # exp(-x)
 SOLVED = 14  # per lane: q_hip (4), w_hip (3), q_knee (4), w_knee (3)
 
 
@@ -38,216 +27,9 @@ SOLVED = 14  # per lane: q_hip (4), w_hip (3), q_knee (4), w_knee (3)
 
 
 @njit(inline="always")
-def vdot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@njit(inline="always")
-def sel3(c, a, b):
-    return (a[0] if c else b[0], a[1] if c else b[1], a[2] if c else b[2])
-
-
-@njit(inline="always")
-def sel4(c, a, b):
-    return (a[0] if c else b[0], a[1] if c else b[1], a[2] if c else b[2], a[3] if c else b[3])
-
-
-@njit(inline="always")
-def inv_len(a):
-    """``(|a|, 1/|a|)``, the inverse 0 below EPS (as maths' guards give zero results there)."""
-    n = np.sqrt(vdot(a, a))
-    return n, ONE / n if n >= EPS else ZERO
-
-
-@njit(inline="always")
-def norm_dx(a, da):
-    """``a/|a|`` and its time derivative; zero at the zero vector (``vnormalize``, ``vnormalize_dx``)."""
-    _, inv = inv_len(a)
-    u = vscale(a, inv)
-    return u, vscale(vsub(da, vscale(u, vdot(u, da))), inv)
-
-
-@njit(inline="always")
-def exp_neg(v):
-    """``exp(-v)`` for ``v >= 0`` (0 beyond 20): Taylor of ``exp(-v/16)``, squared four times."""
-    x = min(v, F32(20.0)) * F32(0.0625)
-    c = EXPM
-    p = c[11]
-    for k in range(10, -1, -1):
-        p = p * x + c[k]
-    p = p * p
-    p = p * p
-    p = p * p
-    p = p * p
-    return p if v < F32(20.0) else ZERO
-
-
-@njit(inline="always")
-def clamp_reach(x, dx, lo, dlo, full, dfull):
-    """``ik.clamp_reach``: every piece computed, one kept."""
-    s, ds = FOLD_SOFT * lo, FOLD_SOFT * dlo
-    v = max(lo + s - x, ZERO) / s
-    dv = (dlo + ds - dx) / s - v * ds / s
-    g = exp_neg(v + HALF * v * v)
-    floor, dfloor = lo + s * g, dlo + ds * g - s * (ONE + v) * g * dv
-    x, dx = (x, dx) if x >= lo + s else (floor, dfloor)
-    k = REACH_SOFT * full
-    s = (REACH_MAX - REACH_SOFT) * full
-    ds = (REACH_MAX - REACH_SOFT) * dfull
-    u = max(x - k, ZERO) / s
-    du = (dx - REACH_SOFT * dfull) / s - u * ds / s
-    f = exp_neg(u + HALF * u * u)
-    soft, dsoft = REACH_MAX * full - s * f, REACH_MAX * dfull - ds * f + s * (ONE + u) * f * du
-    r = x if x <= k else soft
-    dr = dx if x <= k else dsoft
-    return r, dr
-
-
-@njit(inline="always")
-def qbetween_dx(a, da, b, db):
-    """``maths.qbetween`` and ``maths.qbetween_dx``: shortest rotation from ``a``'s direction to ``b``'s, its rate."""
-    la, ia = inv_len(a)
-    lb, ib = inv_len(b)
-    c = vcross(a, b)
-    w = vdot(a, b) + la * lb
-    zero = la < EPS or lb < EPS
-    opposite = w < F32(1e-10) * la * lb
-    # Generic: q = raw / |raw|, raw = (w, a x b); dq the derivative of the normalization.
-    dw = vdot(da, b) + vdot(a, db) + vdot(a, da) * ia * lb + la * vdot(b, db) * ib
-    dc = vadd(vcross(da, b), vcross(a, db))
-    n = np.sqrt(w * w + vdot(c, c))
-    inv = ONE / n if n >= EPS else ZERO
-    q = (w * inv, c[0] * inv, c[1] * inv, c[2] * inv)
-    dq = (dw * inv, dc[0] * inv, dc[1] * inv, dc[2] * inv)
-    dq = vsub4(dq, qscale(q, qdot(q, dq)))
-    d = qmul(dq, qconj(q))
-    ang = (TWO * d[1], TWO * d[2], TWO * d[3])
-    # Opposite: a half turn about a x X, or a x Y when a is along X.
-    ax, ay = (ZERO, a[2], -a[1]), (-a[2], ZERO, a[0])
-    axis = sel3(vdot(ax, ax) < F32(1e-12) * (ONE + vdot(a, a)), ay, ax)
-    _, iax = inv_len(axis)
-    half = (ZERO, axis[0] * iax, axis[1] * iax, axis[2] * iax)
-    half = sel4(iax == ZERO, (ONE, ZERO, ZERO, ZERO), half)
-    identity = (ONE, ZERO, ZERO, ZERO)
-    q = sel4(zero, identity, sel4(opposite, half, q))
-    ang = sel3(zero or opposite, (ZERO, ZERO, ZERO), ang)
-    return q, ang
-
-
-@njit(inline="always")
-def vsub4(a, b):
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3])
-
-
-@njit(inline="always")
-def smooth_max0(x, dx, soft, dsoft):
-    """``maths.smooth_max0``: all three pieces computed, one kept."""
-    s = max(soft, TINY)
-    u = min(max((x + s) / (TWO * s), ZERO), ONE)
-    du = (dx + dsoft) / (TWO * s) - u * dsoft / s
-    g = u * u * u * (ONE - HALF * u)
-    band, dband = TWO * s * g, TWO * dsoft * g + TWO * s * u * u * (F32(3.0) - TWO * u) * du
-    value = x if x >= soft else (ZERO if x <= -soft else band)
-    rate = dx if x >= soft else (ZERO if x <= -soft else dband)
-    return value, rate
-
-
-@njit(inline="always")
-def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
-    """``ik.bend_direction``: unit bend direction normal to the upper bone and its rate (zero when none)."""
-    u, du = norm_dx(ab, vab)
-    along = vdot(bc, u)
-    dalong = vdot(vbc, u) + vdot(bc, du)
-    perp = vsub(bc, vscale(u, along))
-    dperp = vsub(vsub(vbc, vscale(u, dalong)), vscale(du, along))
-    lbc, ibc = inv_len(bc)
-    dlbc = vdot(bc, vbc) * ibc
-    hx = vcross(hinge, u)
-    dhx = vadd(vcross(dhinge, u), vcross(hinge, du))
-    m = vadd(perp, vscale(hx, HINT * lbc))
-    dm = vadd(dperp, vadd(vscale(hx, HINT * dlbc), vscale(dhx, HINT * lbc)))
-    # Never against the hinge: the part along hinge x u kept >= 0 (n is 0 when there is no such direction).
-    n, dn = norm_dx(hx, dhx)
-    a, da = vdot(perp, n), vdot(dperp, n) + vdot(perp, dn)
-    kept, dkept = smooth_max0(a, da, HINT * lbc, HINT * dlbc)
-    m = vadd(m, vscale(n, kept - a))
-    dm = vadd(dm, vadd(vscale(n, dkept - da), vscale(dn, kept - a)))
-    mu, dmu = norm_dx(m, dm)
-    small = np.sqrt(vdot(m, m)) < TINY * lbc
-    z = (ZERO, ZERO, ZERO)
-    return sel3(small, z, mu), sel3(small, z, dmu)
-
-
-@njit(inline="always")
-def root_swing(e, de, t, dt, h, dh):
-    """``ik.root_swing``: two shortest arcs through a half-way direction leaning to the bend side."""
-    e1, de1 = norm_dx(e, de)
-    t1, dt1 = norm_dx(t, dt)
-    s, ds = HALF * (ONE - vdot(e1, t1)), -HALF * (vdot(de1, t1) + vdot(e1, dt1))
-    n, dn = vcross(h, e1), vadd(vcross(dh, e1), vcross(h, de1))
-    m = vadd(vadd(e1, t1), vscale(n, BEND_TURN * s))
-    dm = vadd(vadd(de1, dt1), vscale(vadd(vscale(n, ds), vscale(dn, s)), BEND_TURN))
-    q1, w1 = qbetween_dx(e1, de1, m, dm)
-    q2, w2 = qbetween_dx(m, dm, t1, dt1)
-    q = qmul(q2, q1)
-    return qscale(q, ONE if q[0] >= ZERO else F32(-1.0)), vadd(w2, qrot(q2, w1))
-
-
-@njit(inline="always")
-def two_bone_solve(a, b, c, tp, tv, hinge):
-    """``ik.two_bone_solve`` at weight 1: (q_hip, w_hip, q_knee, w_knee), identities where it is undefined."""
-    identity, z = (ONE, ZERO, ZERO, ZERO), (ZERO, ZERO, ZERO)
-    ab, vab = vsub(b[0], a[0]), vsub(b[3], a[3])
-    bc, vbc = vsub(c[0], b[0]), vsub(c[3], b[3])
-    at, vat = vsub(tp, a[0]), vsub(tv, a[3])
-    lab, iab = inv_len(ab)
-    lbc, ibc = inv_len(bc)
-    dlab, dlbc = vdot(ab, vab) * iab, vdot(bc, vbc) * ibc
-    full, dfull = lab + lbc, dlab + dlbc
-    lo = abs(lab - lbc) + REACH_MIN * full
-    dlo = (ONE if lab - lbc >= ZERO else F32(-1.0)) * (dlab - dlbc) + REACH_MIN * dfull
-    lat, iat = inv_len(at)
-    reach, dreach = clamp_reach(lat, vdot(at, vat) * iat, lo, dlo, full, dfull)
-
-    # Interior angle at the knee that gives the reach (law of cosines).
-    num = lab * lab + lbc * lbc - reach * reach
-    dnum = TWO * (lab * dlab + lbc * dlbc - reach * dreach)
-    den = max(TWO * lab * lbc, TINY)  # guarded: a zero-length bone is selected away below
-    dden = TWO * (dlab * lbc + lab * dlbc)
-    cos1 = min(ONE, max(F32(-1.0), num / den))
-    dcos1 = (dnum * den - num * dden) / (den * den)
-    sin1 = np.sqrt(max(ZERO, ONE - cos1 * cos1))
-    dsin1 = -cos1 * dcos1 / sin1 if sin1 > F32(1e-12) else ZERO
-
-    # Knee: turn the lower bone onto the direction with that angle, in the bend plane.
-    h = qrot(b[1], hinge)
-    m, dm = bend_direction(ab, vab, bc, vbc, h, vcross(b[4], h))
-    u, du = norm_dx(ab, vab)
-    dirn = vadd(vscale(u, -cos1), vscale(m, sin1))
-    shin = vscale(dirn, lbc)
-    dshin = vadd(vscale(dirn, dlbc),
-                 vscale(vadd(vadd(vscale(u, -dcos1), vscale(du, -cos1)), vadd(vscale(m, dsin1), vscale(dm, sin1))),
-                        lbc))
-    qk, wk = qbetween_dx(bc, vbc, shin, dshin)
-    bent = vdot(m, m) > ZERO
-    q_knee, w_knee = sel4(bent, qk, identity), sel3(bent, wk, z)
-
-    # End after the knee turn, then the root swing that takes it onto the target line.
-    r = qrot(q_knee, bc)
-    c1 = vadd(b[0], r)
-    vc1 = vadd(vadd(b[3], vcross(w_knee, r)), qrot(q_knee, vbc))
-    ac1, vac1 = vsub(c1, a[0]), vsub(vc1, a[3])
-    qs, ws = root_swing(ac1, vac1, at, vat, h, vcross(b[4], h))
-    swing = not (lat < TINY * full or np.sqrt(vdot(ac1, ac1)) < TINY * full)
-    q_hip, w_hip = sel4(swing, qs, identity), sel3(swing, ws, z)
-    ok = lab >= TINY and lbc >= TINY
-    return sel4(ok, q_hip, identity), sel3(ok, w_hip, z), sel4(ok, q_knee, identity), sel3(ok, w_knee, z)
-
-
-@njit(inline="always")
 def local_under(par, rot, ang):
     """Local rotation and angular velocity under global parent ``par`` giving global ``rot``/``ang`` (``kdiv``)."""
-    inv = qconj(par[1])
+    inv = qinv(par[1])
     return qmul(inv, rot), qrot(inv, vsub(ang, par[4]))
 
 
@@ -287,7 +69,8 @@ def two_bone_ik_tile(local, path, ia, ib, ic, hinge, tpos, tvel, out, glob, pare
         c = load_lane(glob, ic + 1, lane)
         tp = (tpos[lane], tpos[LANES + lane], tpos[2 * LANES + lane])
         tv = (tvel[lane], tvel[LANES + lane], tvel[2 * LANES + lane])
-        q_hip, w_hip, q_knee, w_knee = two_bone_solve(a, b, c, tp, tv, hinge)
+        q_knee, w_knee = knee_turn(a, b, c, tp, tv, hinge)
+        q_hip, w_hip = hip_swing(a, b, c, tp, tv, hinge, q_knee, w_knee)
         store_lane4(solved, lane, q_hip)
         store_lane3(solved, 4 * LANES + lane, w_hip)
         store_lane4(solved, 7 * LANES + lane, q_knee)

@@ -26,7 +26,7 @@ from numba import njit
 
 from animgraph.lanes import ANG, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, store_lane3, store_lane4
 from animgraph.kernels import basis, keys, segment
-from animgraph.maths import poly, qdot, qexp_series, qinv, qmul, qscale, slerp_sum, slerp_sum_still, vadd, vcross, \
+from animgraph.maths import poly, qdot, qexp_series, qmul, qscale, slerp_sum, slerp_sum_still, vadd, vcross, \
     vlerp, vscale, vsub
 from animgraph.views import alive, borrowed
 
@@ -34,8 +34,6 @@ F32 = np.float32
 ONE = F32(1.0)
 ZERO = F32(0.0)
 HALF = F32(0.5)
-TWO = F32(2.0)  # lanes_ik's
-qconj = qinv  # lanes_ik's name for it (ik lane copy: next step)
 
 # Jacobian series (left Jacobian of exp, ``maths.from_scaled_angle_axis_ang``): (1 - cos t) / t^2 and
 # (t - sin t) / t^3 in z = t^2, to degree 11: below float32 resolution for t <= 4 (cubic charts overshoot pi a little).

@@ -57,6 +57,30 @@ def _pick(like, for64, for32):
     return lambda like, for64, for32: for64
 
 
+# Taylor coefficients of exp(-x) to degree 11, float32 (``exp_neg``).
+EXP_NEG_SERIES32 = tuple(np.float32((-1.0) ** k / math.factorial(k)) for k in range(12))
+
+
+def exp_neg(v):
+    """``exp(-v)`` for ``v >= 0``; float32 from a series (lanes: a libm call keeps the loop scalar)."""
+    return math.exp(-v)
+
+
+@overload(exp_neg, inline="always")
+def _exp_neg(v):
+    if v == types.float32:
+        # p(v/16)^16, p the series: relative error < 2e-6 up to v = 20, where it is taken as 0.
+        def series(v):
+            p = poly(min(v, np.float32(20.0)) * np.float32(0.0625), EXP_NEG_SERIES32)
+            p = p * p
+            p = p * p
+            p = p * p
+            p = p * p
+            return p * np.float32(v < np.float32(20.0))  # a product, not a branch: the lane loop packs
+        return series
+    return lambda v: math.exp(-v)
+
+
 # The modules whose kernels run these functions over lanes (or joints) in loops that must pack.
 INLINE_INTO = ("animgraph.lanes", "animgraph.lanes_ops", "animgraph.lanes_ik", "animgraph.nodes.blend")
 
@@ -119,7 +143,7 @@ def vlerp(a, b, t):
     return (a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2]))
 
 
-@njit(cache=True)
+@njit(cache=True, inline=into_lanes)
 def vdot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
@@ -127,6 +151,33 @@ def vdot(a, b):
 @njit(cache=True, inline=into_lanes)
 def vcross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(cache=True, inline=into_lanes)
+def sel3(c, a, b):
+    """``a if c else b`` per component: a select, not a branch, so a lane loop still packs."""
+    return (a[0] if c else b[0], a[1] if c else b[1], a[2] if c else b[2])
+
+
+@njit(cache=True, inline=into_lanes)
+def sel4(c, a, b):
+    """``sel3`` for quaternions."""
+    return (a[0] if c else b[0], a[1] if c else b[1], a[2] if c else b[2], a[3] if c else b[3])
+
+
+@njit(cache=True, inline=into_lanes)
+def inv_len(a):
+    """``(|a|, 1/|a|)``, the inverse 0 below ``EPS`` (where ``vnormalize`` gives the zero vector)."""
+    n = np.sqrt(vdot(a, a))
+    return n, const(1.0, n) / n if n >= const(EPS, n) else const(0.0, n)
+
+
+@njit(cache=True, inline=into_lanes)
+def norm_dx(a, da):
+    """``a / |a|`` and its time derivative (``da`` its rate); zero at the zero vector."""
+    _, inv = inv_len(a)
+    u = vscale(a, inv)
+    return u, vscale(vsub(da, vscale(u, vdot(u, da))), inv)
 
 
 @njit(cache=True)
@@ -156,11 +207,7 @@ def vnormalize(a):
 @njit(cache=True)
 def vnormalize_dx(a, da):
     """Time derivative of ``a/|a|`` given ``da = d a/dt``; zero at the zero vector."""
-    n = vlen(a)
-    if n < EPS:
-        return (0.0, 0.0, 0.0)
-    u = vscale(a, 1.0 / n)
-    return vscale(vsub(da, vscale(u, vdot(u, da))), 1.0 / n)
+    return norm_dx(a, da)[1]
 
 
 @njit(cache=True)
@@ -187,21 +234,21 @@ def vdot_dx(a, da, b, db):
 # ---------------------------------------------------------------- quaternions
 
 
-@njit(cache=True)
+# error_model numpy: a zero ``soft`` divides to nan in the band, which is then not kept (no check, no branch).
+@njit(cache=True, error_model="numpy", inline=into_lanes)
 def smooth_max0(x, dx, soft, dsoft):
     """``max(x, 0)`` made C2 over ``soft`` either side of 0, and its rate (``soft`` may move at ``dsoft``).
 
     In the band the slope is the smoothstep of ``u = (x + soft) / (2 soft)``, so the value is
-    ``2 soft (u^3 - u^4 / 2)``: value, slope and curvature match at both ends.
+    ``2 soft (u^3 - u^4 / 2)``: value, slope and curvature match at both ends.  Every piece is
+    computed and one kept (the lane IK runs it).
     """
-    if x >= soft:
-        return x, dx
-    if x <= -soft:
-        return 0.0, 0.0
-    u = (x + soft) / (2.0 * soft)
-    du = (dx + dsoft) / (2.0 * soft) - u * dsoft / soft
-    g = u * u * u * (1.0 - 0.5 * u)
-    return 2.0 * soft * g, 2.0 * dsoft * g + 2.0 * soft * u * u * (3.0 - 2.0 * u) * du
+    zero, one, two = const(0.0, x), const(1.0, x), const(2.0, x)
+    u = min(max((x + soft) / (two * soft), zero), one)
+    du = (dx + dsoft) / (two * soft) - u * dsoft / soft
+    g = u * u * u * (one - const(0.5, x) * u)
+    band, dband = two * soft * g, two * dsoft * g + two * soft * u * u * (const(3.0, x) - two * u) * du
+    return (x if x >= soft else (zero if x <= -soft else band)), (dx if x >= soft else (zero if x <= -soft else dband))
 
 
 @njit(cache=True, inline=into_lanes)
@@ -261,12 +308,15 @@ def qnormalize_dx(q, dq):
     )
 
 
-@njit(cache=True)
+@njit(cache=True, inline=into_lanes)
 def qabs(q):
     """The same rotation with ``w >= 0`` (the short way round)."""
-    if q[0] < 0.0:
-        return (-q[0], -q[1], -q[2], -q[3])
-    return q
+    return qscale(q, const(-1.0, q[0]) if q[0] < const(0.0, q[0]) else const(1.0, q[0]))
+
+
+@njit(cache=True, inline=into_lanes)
+def qsub(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3])
 
 
 @njit(cache=True, inline=into_lanes)
@@ -490,36 +540,23 @@ def qslerp(a, b, t):
     return qmul(from_scaled_angle_axis(vscale(to_scaled_angle_axis(d), t)), a)
 
 
-@njit(cache=True)
+@njit(cache=True, inline=into_lanes)
 def opposite(w, c, lab):
     """Whether ``a``, ``b`` (``w = a.b + |a||b|``, ``c = a x b``, ``lab = |a||b|``) are opposite to rounding.
 
     Only then is ``(w, c)`` no rotation: ``w`` carries an error of about 2e-16 ``lab``, which
     turns the axis by that over ``|c|``; below ``|c| = 1e-8 lab`` the vectors are within 1e-8 rad
-    of opposite, and any axis normal to ``a`` is as close.
+    of opposite, and any axis normal to ``a`` is as close.  In float32 (error 6e-8 ``lab``):
+    below ``|c| = 1.4e-5 lab``.
     """
-    return w < lab and vdot(c, c) < 1e-16 * lab * lab
+    return w < lab and vdot(c, c) < const(pick(w, 1e-16, 2e-10), w) * lab * lab
 
 
 @njit(cache=True)
 def qbetween(a, b):
     """Shortest rotation taking the direction of ``a`` to the direction of ``b`` (identity if either is zero)."""
-    la = vlen(a)
-    lb = vlen(b)
-    if la < EPS or lb < EPS:
-        return (1.0, 0.0, 0.0, 0.0)  # no direction to turn towards
-    c = vcross(a, b)
-    w = vdot(a, b) + la * lb
-    if opposite(w, c, la * lb):
-        # Opposite vectors: turn half way round any axis normal to a.
-        ax = vcross(a, (1.0, 0.0, 0.0))
-        if vdot(ax, ax) < 1e-12 * (1.0 + vdot(a, a)):
-            ax = vcross(a, (0.0, 1.0, 0.0))
-        ax = vnormalize(ax)
-        if vdot(ax, ax) == 0.0:
-            return (1.0, 0.0, 0.0, 0.0)
-        return (0.0, ax[0], ax[1], ax[2])
-    return qnormalize((w, c[0], c[1], c[2]))
+    z = (const(0.0, a[0]), const(0.0, a[0]), const(0.0, a[0]))
+    return qbetween_ang(a, z, b, z)[0]
 
 
 @njit(cache=True, inline=into_lanes)
@@ -539,20 +576,36 @@ def ang_to_qdx(q, ang):
 @njit(cache=True)
 def qbetween_dx(a, da, b, db):
     """Angular velocity (rad/s) of ``qbetween(a, b)`` as ``a`` and ``b`` move."""
-    la = vlen(a)
-    lb = vlen(b)
-    if la < EPS or lb < EPS:
-        return (0.0, 0.0, 0.0)
-    w = vdot(a, b) + la * lb
+    return qbetween_ang(a, da, b, db)[1]
+
+
+# error_model numpy: the cases not kept may divide by zero (no check, no branch: the lane IK runs it).
+@njit(cache=True, error_model="numpy", inline=into_lanes)
+def qbetween_ang(a, da, b, db):
+    """``qbetween(a, b)`` and its angular velocity (rad/s) as ``a``, ``b`` move at ``da``, ``db``: every case computed, one kept."""
+    one, zero = const(1.0, a[0]), const(0.0, a[0])
+    identity = (one, zero, zero, zero)
+    la, ia = inv_len(a)
+    lb, ib = inv_len(b)
     c = vcross(a, b)
-    if opposite(w, c, la * lb):
-        return (0.0, 0.0, 0.0)
+    w = vdot(a, b) + la * lb
     raw = (w, c[0], c[1], c[2])
-    dw = vdot_dx(a, da, b, db) + vlen_dx(a, da) * lb + la * vlen_dx(b, db)
-    dc = vcross_dx(a, da, b, db)
-    q = qnormalize(raw)
-    dq = qnormalize_dx(raw, (dw, dc[0], dc[1], dc[2]))
-    return qdx_to_ang(q, dq)
+    n = np.sqrt(qdot(raw, raw))
+    inv = one / n if n >= const(EPS, n) else zero
+    q = qscale(raw, inv)
+    # The rate of the normalization of raw: (draw - q (q . draw)) / |raw|.
+    draw = vcross_dx(a, da, b, db)
+    draw = (vdot_dx(a, da, b, db) + vdot(a, da) * ia * lb + la * (vdot(b, db) * ib), draw[0], draw[1], draw[2])
+    ang = qdx_to_ang(q, qscale(qsub(draw, qscale(q, qdot(q, draw))), inv))
+    # Opposite: a half turn about a x X, or a x Y when a is along X.
+    ax = vcross(a, (one, zero, zero))
+    ax = sel3(vdot(ax, ax) < const(1e-12, w) * (one + vdot(a, a)), vcross(a, (zero, one, zero)), ax)
+    _, iax = inv_len(ax)
+    half = sel4(iax == zero, identity, (zero, ax[0] * iax, ax[1] * iax, ax[2] * iax))
+    none = la < const(EPS, la) or lb < const(EPS, lb)  # no direction to turn towards
+    opp = opposite(w, c, la * lb)
+    q = sel4(none, identity, sel4(opp, half, sel4(n < const(EPS, n), identity, q)))
+    return q, sel3(none or opp, (zero, zero, zero), ang)
 
 
 # ---------------------------------------------------------------- kineforms

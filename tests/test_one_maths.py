@@ -1,8 +1,7 @@
 """One maths (issue 24): every formula of ``maths.py``/``ik.py`` exists once, and the lane tiles run those same functions.
 
 The lane modules define no function named as one of ``maths.py``/``ik.py``, and no function body
-equal to one of theirs once names are stripped (a renamed copy).  ``lanes_ik.py`` still holds its
-float32 copy of the IK solve: an expected failure until it is moved.  The shared functions are
+equal to one of theirs once names are stripped (a renamed copy).  The shared functions are
 generic over the float type: float32 in, float32 out (the lanes' SIMD), float64 in, float64 out.
 """
 
@@ -18,7 +17,6 @@ from animgraph import maths
 
 ROOT = Path(maths.__file__).resolve().parent
 LANE_MODULES = ("lanes.py", "lanes_ops.py", "lanes_ik.py")
-NEXT_STEP = pytest.mark.xfail(strict=True, reason="ik lane copy: next step")
 
 
 def functions(path):
@@ -66,8 +64,7 @@ def test_the_strip_finds_a_renamed_copy():
     assert stripped_body(other) != want
 
 
-@pytest.mark.parametrize("module", [m if m != "lanes_ik.py" else pytest.param(m, marks=NEXT_STEP)
-                                    for m in LANE_MODULES])
+@pytest.mark.parametrize("module", LANE_MODULES)
 def test_lane_modules_define_no_function_of_maths_or_ik_again(module):
     ref = reference()
     bodies = {stripped_body(f): name for name, f in ref.items()}
