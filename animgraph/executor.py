@@ -162,7 +162,7 @@ def source(names, cover=None):
         "",
     ]
     lines.append("from animgraph.lanes import LANES")
-    lines.append("from animgraph.tilewalk import make_current, mark_written, slot_out")
+    lines.append("from animgraph.tilewalk import chars_to_output, make_current, mark_written, slot_to_output")
     for i in use:
         name = names[i]
         module, attr = _kernel_ref(name)
@@ -230,9 +230,9 @@ def _tiles_source(names, use, own, dbs, args, borrow):
     slot lives in the tile, in the characters' slots, or both: ``in_tile``/``in_chars`` say
     where it is current, and a slot is copied across (``tilewalk.slot_in``, ``slot_out``)
     only when an op of the other kind reads it, so a run of scalar ops costs what the
-    per-character executor costs.  At the end the ``keep`` slots (the outputs) are made
-    current in the characters' slots.  ``work`` holds one tile per thread, reused for every
-    tile that thread walks (``animgraph.tilewalk``).
+    per-character executor costs.  At the end the ``keep`` slots (the outputs) are copied to
+    ``out_vecs``/``out_rots``, the instance's output arrays.  ``work`` holds one tile per
+    thread, reused for every tile that thread walks (``animgraph.tilewalk``).
 
     Each op is one pass of the loop over the table with nothing carried from one op to the next but
     the two currency flags, so an op a tile does not need can be skipped with one test at the top of
@@ -246,9 +246,10 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "# it would keep the function out of the cache).  Measured: the walk as a function of its own runs 1.5x",
         "# faster than the same walk written in the loop.",
         "@njit(cache=True, parallel=True)",
-        f"def run_tiles({args.replace(', dt', '')}, work, pose_io, keep, dt):",
+        f"def run_tiles({args.replace(', dt', '')}, work, pose_io, keep, out_vecs, out_rots, dt):",
         f"    {borrow}",
         "    work, pose_io, keep = borrowed(work), borrowed(pose_io), borrowed(keep)",
+        "    out_vecs, out_rots = borrowed(out_vecs), borrowed(out_rots)",
         f"    {dbs}, = dbs(table, clipbuf)",
         "    n_tiles = chars.shape[0] // LANES",
         "    n_work = min(work.shape[0], n_tiles)  # one per thread at most: fewer threads walk several in turn",
@@ -256,12 +257,12 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         f"        own = np.zeros(2 * table[{SLOTS}], np.bool_)",
         "        flags = borrowed(own)",
         "        for t in range(w, n_tiles, n_work):",
-        f"            walk_tile(np.int64(t), {head}, {dbs}, work[w], flags, pose_io, keep, dt)",
+        f"            walk_tile(np.int64(t), {head}, {dbs}, work[w], flags, pose_io, keep, out_vecs, out_rots, dt)",
         "        alive(own)",
         "",
         "",
         "@njit(cache=True)",
-        f"def walk_tile(t, {head}, {dbs}, tile, flags, pose_io, keep, dt):",
+        f"def walk_tile(t, {head}, {dbs}, tile, flags, pose_io, keep, out_vecs, out_rots, dt):",
         f"    n_ops, ops_at, io_at, n_sig = table[{N_OPS}], table[{OPS_AT}], table[{IO_AT}], table[{N_SIG}]",
         f"    n_slots = table[{SLOTS}]",
         "        c0 = t * LANES",
@@ -302,8 +303,10 @@ def _tiles_source(names, use, own, dbs, args, borrow):
     lines += [
         "            mark_written(table, io_at, a1, a2, pose_io, in_chars, in_tile)",
         "        for k in range(keep.shape[0]):",
-        "            if not in_chars[keep[k]]:",
-        "                slot_out(tile, keep[k], c0, vecs, rots)",
+        "            if in_tile[keep[k]]:",
+        "                slot_to_output(tile, keep[k], k, c0, out_vecs, out_rots)",
+        "            else:  # written by a scalar kernel, or not this frame",
+        "                chars_to_output(keep[k], k, c0, vecs, rots, out_vecs, out_rots)",
         "",
     ]
     body = lines.index("        c0 = t * LANES")  # written one level deeper than walk_tile's body: dedent

@@ -125,7 +125,14 @@ class Instance:
                 keep = [loc for kind, loc, _ in plan.outputs.values() if kind == "pose"]
             else:
                 keep = range(s)
-            self._args += (self.tiles, plan.pose_io, np.array(sorted(keep), np.int64))
+            keep = sorted(keep)
+            # The outputs in arrays of their own, per field (characters, joints, 3|4): see animgraph.tilewalk.
+            self._keep = {slot: k for k, slot in enumerate(keep)}
+            self.out_vecs = np.ascontiguousarray(self.vecs[:, :, keep].transpose(2, 1, 0, 3, 4))
+            self.out_rots = np.ascontiguousarray(self.rots[:, keep].transpose(1, 0, 2, 3))
+            self._args += (self.tiles, plan.pose_io, np.array(keep, np.int64), self.out_vecs, self.out_rots)
+        else:
+            self._keep = {}
         self._everyone = np.arange(b)
         self._ops = {nid: self._slices(i, nid) for i, nid in enumerate(plan.order)}  # what node hooks act on
         self._inputs = {nid: self.nodes[nid].write_input(self._ops[nid], self._everyone) for nid in plan.inputs}
@@ -134,7 +141,7 @@ class Instance:
         self.outputs = {}
         for nid, (kind, loc, _) in plan.outputs.items():
             if kind == "pose":
-                self.outputs[nid] = _pose_view(self.pose, loc, b)
+                self.outputs[nid] = self._slot_view(loc)
             else:
                 n = SIGNAL_SIZE[kind]
                 self.outputs[nid] = self.sig[0, loc:loc + n] if b == 1 else self.sig[:, loc:loc + n]
@@ -251,12 +258,33 @@ class Instance:
         if plan.reuse_slots and node_id not in plan.outputs:
             raise GraphError("this pose slot is reused within the frame: compile with reuse_slots=False to read it",
                              node_id, port, file)
-        return _pose_view(self.pose, loc, self.batch)
+        return self._slot_view(loc)
+
+    def _slot_view(self, slot):
+        """Pose slot ``slot`` as a Pose of views: the lane executor's output arrays for an output slot."""
+        k = self._keep.get(slot)
+        if k is None:
+            return _pose_view(self.pose, slot, self.batch)
+        v, r = self.out_vecs[k, :, :self.batch], self.out_rots[k, :self.batch]
+        return _pose_view(tuple(a[:, None] for a in (v[0], r, v[1], v[2], v[3], v[4])), 0, self.batch)
+
+    def _outputs_to_slots(self):
+        """Lane executor: the output arrays copied back into the characters' slots, where node hooks read poses."""
+        for slot, k in self._keep.items():
+            self.vecs[:, :, slot] = self.out_vecs[k].transpose(1, 0, 2, 3)
+            self.rots[:, slot] = self.out_rots[k]
+
+    def _slots_to_outputs(self):
+        """Lane executor: the output arrays as the characters' slots hold them (after ``load_state``)."""
+        for slot, k in self._keep.items():
+            self.out_vecs[k] = self.vecs[:, :, slot].transpose(1, 0, 2, 3)
+            self.out_rots[k] = self.rots[:, slot]
 
     # ------------------------------------------------------------ snapshots
 
     def save_state(self):
         """A snapshot of everything the next step reads (signals, inputs, state, pose slots, parameters)."""
+        self._outputs_to_slots()
         return State(self.plan, self.chars.copy(), self.vecs.copy(), self.rots.copy(), self.par.copy(),
                      dict(self.nodes))
 
@@ -292,6 +320,7 @@ class Instance:
             raise GraphError("load_state: state.nodes must be the saved dict of node models by id", file=file)
         for name, mine in pairs:
             np.copyto(mine, getattr(state, name))
+        self._slots_to_outputs()
         self.nodes = dict(state.nodes)
         self._inputs = {nid: self.nodes[nid].write_input(self._ops[nid], self._everyone) for nid in self.plan.inputs}
 
@@ -310,6 +339,7 @@ class Instance:
         if not np.all(np.abs(times) <= TIME_MAX):
             raise GraphError(f"reset time must be finite seconds in [-{TIME_MAX:g}, {TIME_MAX:g}], got {time!r}",
                              file=self.plan.file)
+        self._outputs_to_slots()
         for t in np.unique(times):
             state, chosen = self.plan.state(float(t), self.nodes), rows[times == t]
             for (nid, op), (_, s0, s1) in zip(self._ops.items(), self.plan._state_layout):
@@ -343,5 +373,6 @@ class Instance:
             raise GraphError(f"teleport must be finite and within ±{SIGNAL_MAX:g}", file=self.plan.file)
         if not np.all(np.linalg.norm(r, axis=1) > 1e-6):
             raise GraphError("teleport rot_delta must be a non-zero quaternion (w, x, y, z)", file=self.plan.file)
+        self._outputs_to_slots()
         for nid, op in self._ops.items():  # the nodes' hooks: the output node moves its placement
             self.nodes[nid].teleport(op, rows, d, r)

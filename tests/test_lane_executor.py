@@ -51,6 +51,7 @@ def compare(plan, want, got):
         b = got[key]
         if isinstance(a, ag.Pose):
             for f in FIELDS:
+                assert getattr(b, f).shape == getattr(a, f).shape, (key, f)  # no broadcast hides a character
                 if f in RATES:
                     rates = max(rates, rate_error(getattr(a, f), getattr(b, f)))
                 else:
@@ -151,6 +152,18 @@ def test_slot_copies_lay_out_characters_as_pack_tiles():
     np.testing.assert_array_equal(back_r[c0:c0 + lanes.LANES, slot], rots[c0:c0 + lanes.LANES, slot])
     back_v[c0:c0 + lanes.LANES, :, slot], back_r[c0:c0 + lanes.LANES, slot] = 0.0, 0.0
     assert not back_v.any() and not back_r.any()  # nothing else written
+    # The outputs' own arrays (out_vecs[k, field], out_rots[k]: characters, joints, 3|4), from the tile and from
+    # the characters' slots alike.
+    for k in (0, 1):
+        out_v, out_r = np.zeros((2, 5, rows, joints, 3), np.float32), np.zeros((2, rows, joints, 4), np.float32)
+        if k == 0:
+            tilewalk.slot_to_output(tile, slot, k, c0, out_v, out_r)
+        else:
+            tilewalk.chars_to_output(slot, k, c0, vecs, rots, out_v, out_r)
+        np.testing.assert_array_equal(out_v[k, :, c0:c0 + lanes.LANES], v.transpose(1, 0, 2, 3))
+        np.testing.assert_array_equal(out_r[k, c0:c0 + lanes.LANES], rots[c0:c0 + lanes.LANES, slot])
+        out_v[k, :, c0:c0 + lanes.LANES], out_r[k, c0:c0 + lanes.LANES] = 0.0, 0.0
+        assert not out_v.any() and not out_r.any()
 
 
 def test_padded_lanes_are_never_output_and_characters_are_independent():
@@ -176,9 +189,11 @@ def test_state_reset_and_teleport_on_lanes():
     for i in (inst, ref):
         for _ in range(20):
             i.step(1 / 60)
-    saved = inst.save_state()
+    saved, shown = inst.save_state(), inst.outputs["out"].copy()
     first = [inst.step(1 / 60)["out"].copy() for _ in range(10)][-1]
     inst.load_state(saved)
+    np.testing.assert_array_equal(inst.outputs["out"].pos, shown.pos)  # the outputs show the loaded frame
+    np.testing.assert_array_equal(inst.outputs["out"].vel, shown.vel)
     again = [inst.step(1 / 60)["out"].copy() for _ in range(10)][-1]
     np.testing.assert_array_equal(first.pos, again.pos)
     for _ in range(10):
