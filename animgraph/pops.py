@@ -42,14 +42,14 @@ def cross(a, b):
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
-def qmul(a, b):
+def qmul_np(a, b):
     """Quaternion products ``a ⊗ b`` (..., 4)."""
     aw, av, bw, bv = a[..., :1], a[..., 1:], b[..., :1], b[..., 1:]
     return np.concatenate([aw * bw - (av * bv).sum(-1, keepdims=True),
                            aw * bv + bw * av + cross(av, bv)], axis=-1)
 
 
-def qrot(q, v):
+def qrot_np(q, v):
     """``v`` (..., 3) rotated by unit quaternions ``q`` (..., 4)."""
     w, u = q[..., :1], q[..., 1:]
     t = 2.0 * cross(u, v)
@@ -79,12 +79,12 @@ def world(pose, parents, groups=None):
     for idx in (groups if groups is not None else levels(parents))[1:]:
         p = parents[idx]
         rp, sp = rot[..., p, :], scl[..., p, :]
-        r = qrot(rp, sp * pos[..., idx, :])
+        r = qrot_np(rp, sp * pos[..., idx, :])
         dp = svl[..., p, :] * sp * pos[..., idx, :] + sp * vel[..., idx, :]
-        vel[..., idx, :] = vel[..., p, :] + cross(ang[..., p, :], r) + qrot(rp, dp)
-        ang[..., idx, :] = ang[..., p, :] + qrot(rp, ang[..., idx, :])
+        vel[..., idx, :] = vel[..., p, :] + cross(ang[..., p, :], r) + qrot_np(rp, dp)
+        ang[..., idx, :] = ang[..., p, :] + qrot_np(rp, ang[..., idx, :])
         pos[..., idx, :] = pos[..., p, :] + r
-        rot[..., idx, :] = qmul(rp, rot[..., idx, :])
+        rot[..., idx, :] = qmul_np(rp, rot[..., idx, :])
         scl[..., idx, :] *= sp
         svl[..., idx, :] += svl[..., p, :]
     return pos, vel
@@ -112,8 +112,8 @@ def turn_excess(a, b, parents, dt, rel, floor):
 
     def offsets(pose):
         pos, rot, scl, vel, ang, svl = pose
-        r = qrot(rot[p], scl[p] * pos[child])
-        return r, cross(ang[p], r) + qrot(rot[p], svl[p] * scl[p] * pos[child] + scl[p] * vel[child])
+        r = qrot_np(rot[p], scl[p] * pos[child])
+        return r, cross(ang[p], r) + qrot_np(rot[p], svl[p] * scl[p] * pos[child] + scl[p] * vel[child])
 
     (x0, v0), (x1, v1) = offsets(a), offsets(b)
     worst = np.zeros(len(parents))
