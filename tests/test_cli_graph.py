@@ -410,8 +410,12 @@ def test_write_together_removes_the_first_when_the_second_rename_fails(tmp_path)
 
 
 SIGTERM_WHILE_WRITING = """
-import sys, time
+import signal, sys, time
 import numpy as np
+# A test run started under nohup hands its children SIGHUP ignored, and the CLI keeps an ignored signal
+# ignored (as nohup asks): the command here starts as from a terminal, with the default.
+if hasattr(signal, "SIGHUP"):
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 savez = np.savez
 
 def slow_savez(f, **arrays):  # test hook: write the data, then hang inside the write until the signal
