@@ -473,12 +473,28 @@ def _union_member(part):
                                       or part.startswith(("constrained-", "function-")))
 
 
+def _data_loc(loc, data):
+    """A pydantic error location without its union-member parts: a part is kept when it is a key or index of
+    ``data`` along the way (a key may look like a member, ``"["``), or when it does not look like a member."""
+    out, here = [], data
+    for part in loc:
+        if isinstance(here, dict) and part == here.get("type"):
+            out.append(part)  # a node's discriminator tag: its fields follow, in the same dict
+        elif isinstance(here, dict) and part in here or isinstance(here, list) and isinstance(part, int):
+            out.append(part)
+            here = here[part] if isinstance(here, dict) or 0 <= part < len(here) else None
+        elif not _union_member(part):
+            out.append(part)
+            here = None
+    return tuple(out)
+
+
 def _graph_error(err, data, file):
     """The first pydantic error as a GraphError naming node and field (a range error rather than a type one)."""
     errors = err.errors()
     same = [x for x in errors if tuple(x["loc"])[:4] == tuple(errors[0]["loc"])[:4]]
     e = min(same, key=lambda x: 0 if x["type"] in _TELLING else 1)
-    loc, kind = tuple(x for x in e["loc"] if not _union_member(x)), e["type"]
+    loc, kind = _data_loc(e["loc"], data), e["type"]
     more = f" (and {len(errors) - len(same)} more problems)" if len(errors) > len(same) else ""
     node = port = None
     msg = e["msg"].removeprefix("Value error, ")
@@ -507,8 +523,9 @@ def _graph_error(err, data, file):
     if kind in _RANGE and isinstance(value, (int, float)) and not isinstance(value, bool):
         msg += f", got {value!r}"  # the value out of range, as the file holds it
     if kind == "extra_forbidden":
-        msg = f"unknown key {str(loc[-1])!r}"
-        port = str(loc[-1]) if node else None
+        key = str((loc or tuple(e["loc"]) or ("?",))[-1])
+        msg = f"unknown key {key!r}"
+        port = key if node else None
     elif kind == "string_pattern_mismatch" and loc[:1] == ("links",):
         msg = f"link {loc[1]}: {e['input']!r} is not 'node.port'"
     return GraphError(msg + more, node=node, port=port, file=file)
