@@ -1,5 +1,14 @@
 """User-input errors: one clear line naming the file, node, port or line."""
 
+import re
+
+_BREAKS = re.compile(r"[\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def one_line(text):
+    """``text`` with its line breaks escaped (``\\n``): a path or value from the input cannot break the line."""
+    return _BREAKS.sub(lambda m: m[0].encode("unicode_escape").decode("ascii"), text)
+
 
 class AnimgraphError(ValueError):
     """Base of the errors the CLI reports as one line with exit status 2 (a ValueError: bad input)."""
@@ -21,7 +30,7 @@ class GraphError(AnimgraphError):
             where.append(str(self.file))
         if self.node:
             where.append(f"node {self.node!r}" + (f" port {self.port!r}" if self.port else ""))
-        return (": ".join(where) + ": " if where else "") + self.message
+        return one_line((": ".join(where) + ": " if where else "") + self.message)
 
 
 class BVHError(AnimgraphError):
@@ -37,4 +46,4 @@ class BVHError(AnimgraphError):
         where = str(self.file) if self.file else "<bvh>"
         if self.line:
             where += f":{self.line}"
-        return f"{where}: {self.message}"
+        return one_line(f"{where}: {self.message}")

@@ -118,7 +118,7 @@ def _asset_kind(value):
     return "spec"
 
 
-Asset = Annotated[Union[Annotated[str, Tag("path")], Annotated[AssetSpec, Tag("spec")],
+Asset = Annotated[Union[Annotated[str, Field(min_length=1), Tag("path")], Annotated[AssetSpec, Tag("spec")],
                         Annotated[DatabaseSpec, Tag("database")]], Discriminator(_asset_kind)]
 
 

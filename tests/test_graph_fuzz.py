@@ -116,6 +116,8 @@ def paths(value, path=()):
 
 @FUZZ
 @example(which=0, pick=0, value=None, key="[")  # a key that looks like a pydantic union member
+@example(which=0, pick=3243, value="", key=None)  # an empty asset path
+@example(which=0, pick=3243, value="\n", key=None)  # an asset path that would break the error's line
 @given(which=st.integers(0, len(TEXTS) - 1), pick=st.integers(0, 10_000), value=JSON,
        key=st.none() | st.text(max_size=8) | st.sampled_from(["type", "signal", "clip", "index", "count", "rate"]))
 def test_random_values_in_random_fields(folder, which, pick, value, key):
