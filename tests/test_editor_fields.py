@@ -20,7 +20,10 @@ from animgraph.cache import cache_dir
 from animgraph.node import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
-GRAPHS = sorted((ROOT / "graphs").glob("*.json"))
+# Every node type is added to a new graph (checked thoroughly) and to these: the largest graph of clip assets
+# and the one of a motion-matching database.  The other shipped graphs hold only the same bundled clips, so
+# their widgets offer the same choices (each opens and plays in test_editor_window).
+FIELD_GRAPHS = [ROOT / "graphs" / "gaits.json", ROOT / "graphs" / "locomotion.json"]
 
 
 def drive(display, tmp_path, mode, *args):
@@ -35,10 +38,10 @@ def drive(display, tmp_path, mode, *args):
     return json.loads(run.stdout.strip().splitlines()[-1]), run.stderr
 
 
-@pytest.mark.slow(minutes=2.5)  # ~1,900 edits, each validated and planned: minutes on a loaded 2-core machine
+@pytest.mark.slow(minutes=1)  # ~600 edits, each validated and planned: minutes on a loaded 2-core machine
 def test_every_node_type_every_field_edits_through_its_widget(display, tmp_path):
-    result, stderr = drive(display, tmp_path, "fields", *GRAPHS)
-    assert result["graphs"] == ["new"] + [g.stem for g in GRAPHS]
+    result, stderr = drive(display, tmp_path, "fields", *FIELD_GRAPHS)
+    assert result["graphs"] == ["new"] + [g.stem for g in FIELD_GRAPHS]
     assert result["types"] == sorted(REGISTRY)
     assert result["failures"] == [], "\n".join(result["failures"])
     assert result["unset"] == {}, result["unset"]  # every field took another valid value through its widget
