@@ -139,7 +139,23 @@ def configure_numba():
         numba.config.CACHE_DIR = str(cache_dir() / "numba")
     _vectorize_strided_loops()
     _lock_numba_cache_writes()
+    _quiet_pedantic_ir_checks()
     prune(cache_dir())
+
+
+def _quiet_pedantic_ir_checks():
+    """Keep numba's pedantic IR warning off a cold compile's output (a user can do nothing about it).
+
+    Inlining ``maths.poly``'s loop into a lane kernel's float32 ``exp_neg`` makes numba's
+    ``NumbaIRAssumptionWarning`` ("variable ... is not in scope") print several times while
+    ``run_tiles`` compiles; the code it warns about is checked against the per-character executor
+    (``tests/test_lane_executor.py``).
+    """
+    import warnings
+
+    from numba.core.errors import NumbaIRAssumptionWarning
+
+    warnings.filterwarnings("ignore", message=r"variable '.*' is not in scope", category=NumbaIRAssumptionWarning)
 
 
 def _vectorize_strided_loops():
