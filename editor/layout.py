@@ -4,10 +4,10 @@ Arrange lays a graph out left to right: columns are networkx's topological gener
 (a node with no inputs moves right to just before its first consumer, so a constant
 feeding the output does not sit at the far left with a long link), rows are ordered by
 barycentre sweeps (each node near the mean row of its neighbours, which shortens links
-and uncrosses them), and each node is placed at the mean height of what feeds it unless
-the node above it in the column is in the way.  Columns are as wide as their widest node
-and nodes are stacked by their heights, so with the sizes the window measured no two
-nodes come closer than the gaps.
+and uncrosses them), and each column's nodes are placed as near the mean height of their
+neighbours as the column's order and gaps allow (least squares: an isotonic regression).
+Columns are as wide as their widest node and nodes are stacked by their heights, so with
+the sizes the window measured no two nodes come closer than the gaps.
 
 Sizes are pixels of dearpygui's default font; ``estimate_size`` reads a node's title and
 pin lines (the texts the canvas draws) for a layout without a window.
@@ -106,7 +106,7 @@ def order_columns(dag, cols, sweeps=SWEEPS):
     return cols
 
 
-def arrange(graph, sizes, origin=(20.0, 20.0), column_gap=COLUMN_GAP, row_gap=ROW_GAP):
+def arrange(graph, sizes, origin=(20.0, 20.0), column_gap=COLUMN_GAP, row_gap=ROW_GAP, passes=3):
     """{node id: (x, y)} of every node of ``graph`` laid out left to right; ``sizes`` {id: (w, h)} in pixels.
 
     No two nodes' rectangles come closer than ``min(column_gap, row_gap)``.
@@ -114,43 +114,54 @@ def arrange(graph, sizes, origin=(20.0, 20.0), column_gap=COLUMN_GAP, row_gap=RO
     dag = dependency_dag(graph)
     order = {n.id: i for i, n in enumerate(graph.nodes)}
     cols = order_columns(dag, columns(dag, order))
-    out, x = {}, float(origin[0])
-    centre = {}  # node id -> y of its middle, once placed
-    for c, ids in enumerate(cols):
-        y_free = float(origin[1])
-        for nid in ids:
-            w, h = sizes[nid]
-            fed = [centre[m] for m in dag.predecessors(nid) if m in centre]
-            want = sum(fed) / len(fed) - h / 2 if fed else y_free
-            y = max(want, y_free)
-            out[nid] = (round(x), round(y))
-            centre[nid] = round(y) + h / 2
-            y_free = round(y) + h + row_gap
-        x += max(sizes[nid][0] for nid in ids) + column_gap
-    # Sources were placed before what they feed: set each at the mean height of its consumers where it fits.
+    xs, x = [], float(origin[0])
     for ids in cols:
-        _settle(ids, out, sizes, dag, row_gap, origin[1])
-    lift = min((y for _, y in out.values()), default=origin[1]) - round(origin[1])  # the top node at the origin
-    return {nid: (out[nid][0], out[nid][1] - lift) for nid in order}
+        xs.append(round(x))
+        x += max(sizes[nid][0] for nid in ids) + column_gap
+    top, mid = {}, {}  # node id -> y of its top, of its middle
+    for sweep in range(passes):  # first what feeds each node, then all its neighbours, placed so far
+        for ids in cols:
+            wants, weights = [], []
+            for nid in ids:
+                near = list(dag.predecessors(nid)) + (list(dag.successors(nid)) if sweep else [])
+                ys = [mid[m] for m in near if m in mid]
+                wants.append(sum(ys) / len(ys) - sizes[nid][1] / 2 if ys else origin[1])
+                weights.append(1.0 if ys else 1e-3)  # a node without placed neighbours goes where it fits
+            for nid, y in zip(ids, stack([sizes[n][1] for n in ids], wants, weights, row_gap, origin[1])):
+                top[nid], mid[nid] = y, y + sizes[nid][1] / 2
+    lift = min(top.values(), default=origin[1]) - round(origin[1])  # the top node at the origin
+    return {nid: (xs[c], top[nid] - lift) for c, ids in enumerate(cols) for nid in ids}
 
 
-def _settle(ids, out, sizes, dag, row_gap, top):
-    """Move the column's source nodes towards the middle of their consumers, keeping the column's order and gaps."""
-    if not any(dag.in_degree(n) == 0 and dag.out_degree(n) > 0 for n in ids):
-        return
-    want = {}
-    for nid in ids:
-        w, h = sizes[nid]
-        if dag.in_degree(nid) == 0 and dag.out_degree(nid) > 0:
-            mids = [out[s][1] + sizes[s][1] / 2 for s in dag.successors(nid)]
-            want[nid] = sum(mids) / len(mids) - h / 2
-        else:
-            want[nid] = out[nid][1]
-    y_free = float(top)
-    for nid in ids:
-        y = round(max(want[nid], y_free))
-        out[nid] = (out[nid][0], y)
-        y_free = y + sizes[nid][1] + row_gap
+def stack(heights, wants, weights, gap, top):
+    """Whole-pixel tops of a column's nodes, in order: nearest their wanted tops (least squares with ``weights``),
+    each ``gap`` pixels or more below the one above, none above ``top``.
+
+    With c_i the tops of the nodes packed tight, y_i = z_i + c_i and the gaps hold when z is non-decreasing:
+    an isotonic regression of ``wants - c`` (pool adjacent violators).
+    """
+    packed, c = [], 0.0
+    for h in heights:
+        packed.append(c)
+        c += h + gap
+    blocks = []  # [weighted sum, weight, count]
+    for want, c, w in zip(wants, packed, weights):
+        blocks.append([w * (want - c), w, 1])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            s2, w2, n2 = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + s2, blocks[-1][1] + w2, blocks[-1][2] + n2]
+    z = [max(s / w, top) for s, w, n in blocks for _ in range(n)]
+    return _rounded(z, packed, heights, gap)
+
+
+def _rounded(z, packed, heights, gap):
+    """Tops rounded to whole pixels without closing a gap (each at least the one above's bottom + gap)."""
+    out, floor = [], -math.inf
+    for zi, ci, h in zip(z, packed, heights):
+        y = max(math.ceil(zi + ci), floor)
+        out.append(y)
+        floor = y + math.ceil(h) + gap
+    return out
 
 
 # ---------------------------------------------------------------- free space, overlap

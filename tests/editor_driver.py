@@ -511,8 +511,11 @@ def canvas_habits(graph, out):
     canvas.key(dpg.mvKey_Home)
     frames(editor, 2)
     boxes = rects(canvas)
-    left = min(b[0] for b in boxes.values())
-    first = sorted(k for k, b in boxes.items() if b[0] < left + 20)
+    # The leftmost nodes well inside the canvas (a drag past its edge makes the node editor pan).
+    seen = {k: b for k, b in boxes.items() if ox + 20 <= b[0] and b[0] + b[2] <= ox + w - 20 and oy + 20 <= b[1]
+            and b[1] + b[3] <= oy + h - 20}
+    left = min(b[0] for b in seen.values())
+    first = sorted(k for k, b in seen.items() if b[0] < left + 20)
     top = min(boxes[k][1] for k in first)
     right = max(boxes[k][0] + boxes[k][2] for k in first)
     bottom = max(boxes[k][1] + boxes[k][3] for k in first)
@@ -520,7 +523,7 @@ def canvas_habits(graph, out):
     frames(editor, 2)
     r["box_window"] = [len(dpg.get_selected_nodes(canvas.tag)), [left - 12, top - 12], [ox, oy]]
     box = (left - 12, top - 12, right + 16 - left, bottom + 18 - top)
-    r["box"] = [sorted(canvas.selection()), sorted(k for k, b in rects(canvas).items() if gap(b, box) == 0)]
+    r["box"] = [sorted(canvas.selection()), sorted(k for k, b in boxes.items() if gap(b, box) == 0)]
     # Ctrl+C, Ctrl+V of a linked pair and a third node: fresh ids, the link among them kept, one step, on nobody.
     a, b = (ref.split(".")[0] for ref in doc.graph.links[0])
     first = [n.id for n in doc.graph.nodes if n.id in {a, b, first[0]}]
