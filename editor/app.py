@@ -318,14 +318,14 @@ class Editor:
                 self.graph_view.palette_enter()
             elif dpg.is_item_shown(self.canvas.menu):
                 self.canvas.menu_enter()
-            return
-        typing = dpg.is_item_focused("palette_search") or dpg.is_item_shown(self.canvas.menu)
+            return  # (the comment title box takes its Enter itself)
+        typing = dpg.is_item_focused("palette_search") or self.canvas.typing()
         if not typing and self.canvas.hovered() and self.canvas.key(key, ctrl, shift):
             return  # the canvas's keys act where the mouse is on the canvas, so typing in a field stays typing
         self.shortcut(key, ctrl, shift)
 
     def _on_right_click(self):
-        if self.canvas.hovered() and not dpg.is_item_shown(self.canvas.menu):
+        if self.canvas.hovered() and not self.canvas.typing():
             self.canvas.on_right_click()
 
     def shortcut(self, key, ctrl=False, shift=False):

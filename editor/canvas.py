@@ -50,6 +50,8 @@ class Canvas:
         self.bar = f"{name}_canvas_bar"
         self.menu, self.menu_search, self.menu_list = f"{name}_add_menu", f"{name}_add_search", f"{name}_add_list"
         self.pin_menu = f"{name}_pin_menu"
+        self.title_box, self.title_box_text = f"{name}_comment_title", f"{name}_comment_title_text"
+        self._framing = None  # node ids the open title box frames
         self.overlay = f"{name}_frames"
         self.nodes = {}  # node id -> node item
         self.pins = {}  # attribute item -> (node id, port name, "in"|"out")
@@ -98,6 +100,9 @@ class Canvas:
             dpg.add_menu_item(label="add linked node...", tag=f"{self.pin_menu}_add",
                               callback=lambda: self.open_menu(pin=self._pin_for_menu))
         self._pin_for_menu = None
+        with dpg.window(tag=self.title_box, show=False, no_title_bar=True, popup=True, width=240):
+            dpg.add_text("comment frame title")
+            dpg.add_input_text(tag=self.title_box_text, width=-1, on_enter=True, callback=self.title_enter)
         dpg.add_viewport_drawlist(front=True, tag=self.overlay)
 
     # ------------------------------------------------------------ coordinates
@@ -305,16 +310,33 @@ class Canvas:
         x, y = layout.free_spot(rects, (x1 - x0, y1 - y0), (x0 + PASTE_OFFSET[0], y0 + PASTE_OFFSET[1]))
         return x - x0, y - y0
 
-    def comment_selected(self, title="comment"):
-        """A titled comment frame around the selected nodes (stored under ``editor`` in the file; one undo step)."""
+    def comment_selected(self, title=None):
+        """A titled comment frame around the selected nodes (stored under ``editor`` in the file; one undo step);
+        without ``title``, a box asks for it first."""
         ids = self.selection()
         if not ids:
             self.owner.status("select the nodes to frame first", error=True)
+            return None
+        if title is None:
+            self._framing = ids
+            dpg.set_value(self.title_box_text, "comment")
+            x, y = dpg.get_mouse_pos(local=False)
+            dpg.configure_item(self.title_box, pos=[int(x), int(y)], show=True)
+            dpg.focus_item(self.title_box_text)
             return None
         ok, k = self.act("add_comment", title, ids)
         if ok:
             self.owner.status(f"framed {len(ids)} nodes as {title!r}")
         return k if ok else None
+
+    def title_enter(self):
+        """Enter (or OK) in the comment title box: frame the nodes it was opened for with the typed title."""
+        dpg.hide_item(self.title_box)
+        ids, self._framing = self._framing, None
+        if ids:
+            self.chosen = set(ids)
+            return self.comment_selected(dpg.get_value(self.title_box_text).strip() or "comment")
+        return None
 
     # ------------------------------------------------------------ add menu
 
@@ -353,7 +375,10 @@ class Canvas:
     def add_from_menu(self, node_type):
         """Add ``node_type`` where the menu was opened (linked to its pin, if any), and close the menu."""
         dpg.hide_item(self.menu)
-        want = self.menu_at if self.menu_at is not None else None
+        want = self.menu_at
+        if want is None:  # no menu was opened at a point: in sight
+            x, y, _, _ = self.visible()
+            want = (x + MARGIN, y + MARGIN)
         if self.menu_pin is None:
             return self.add_node(node_type, want)
         ref, kind = self.menu_pin
@@ -387,7 +412,6 @@ class Canvas:
 
     def open_pin_menu(self, ref, kind, at):
         self._pin_for_menu = (ref, kind)
-        self._pin_menu_at = at
         dpg.configure_item(self.pin_menu, pos=[int(at[0]), int(at[1])], show=True)
 
     # ------------------------------------------------------------ arrange, framing
@@ -424,6 +448,10 @@ class Canvas:
         return self.view
 
     # ------------------------------------------------------------ keys
+
+    def typing(self):
+        """Whether one of the canvas's text boxes (add menu, comment title) is open."""
+        return dpg.is_item_shown(self.menu) or dpg.is_item_shown(self.title_box)
 
     def key(self, key, ctrl=False, shift=False):
         """A key meant for the canvas: Del, Ctrl+C/V/D, Home, F, C (comment); True if it was one."""

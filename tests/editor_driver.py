@@ -560,7 +560,11 @@ def canvas_habits(graph, out):
     canvas.select(pasted)
     canvas.key(dpg.mvKey_F)  # in sight
     frames(editor, 2)
-    r["comment_steps"] = undo_steps(doc, lambda: canvas.comment_selected("pasted"))
+    canvas.key(dpg.mvKey_C)  # C asks for the title, typed and confirmed with Enter
+    frames(editor, 1)
+    r["title_box"] = dpg.is_item_shown(canvas.title_box)
+    dpg.set_value(canvas.title_box_text, "pasted")
+    r["comment_steps"] = undo_steps(doc, lambda: call(canvas.title_box_text, "pasted"))
     frames(editor, 2)
     r["comment_doc"] = doc.comments()
     boxes = rects(canvas)

@@ -102,6 +102,7 @@ def test_delete_is_one_step_and_undone(habits):
 
 
 def test_a_comment_frame_is_stored_drawn_round_its_nodes_and_moves_with_them(habits):
+    assert habits["title_box"], "C opened no box for the frame's title"
     assert habits["comment_steps"] == 1, "a comment frame is one undo step"
     (frame,) = habits["comment_doc"]
     assert frame["title"] == "pasted" and frame["nodes"] == habits["pasted"], frame
