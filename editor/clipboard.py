@@ -26,7 +26,8 @@ def copy(data, ids):
         "nodes": [_copy.deepcopy(n) for n in data["nodes"] if n["id"] in ids],
         "links": [list(ln) for ln in data["links"] if _nid(ln[0]) in ids and _nid(ln[1]) in ids],
         "positions": {k: list(v) for k, v in positions.items() if k in ids},
-        "comments": [_copy.deepcopy(c) for c in editor.get("comments", []) if c.get("nodes") and set(c["nodes"]) <= ids],
+        "comments": [_copy.deepcopy(c) for c in editor.get("comments", [])
+                     if c.get("nodes") and set(c["nodes"]) <= ids],
     }
 
 

@@ -120,7 +120,8 @@ def pops(graph):
     for _ in range(5):
         editor.player.step()
     frames(editor, 2)
-    result = {"switched": switched, "pops": [[p.frame, p.node] for p in editor.player.pops], "marked": sorted(editor.canvas.marked),
+    result = {"switched": switched, "pops": [[p.frame, p.node] for p in editor.player.pops],
+              "marked": sorted(editor.canvas.marked),
               "timeline": dpg.get_value("pop_text")}
     editor.shutdown()
     print(json.dumps(result))
