@@ -91,6 +91,7 @@ class Editor:
         self._dialogs()
         with dpg.handler_registry():
             dpg.add_key_press_handler(callback=self._on_key)
+            dpg.add_mouse_click_handler(button=dpg.mvMouseButton_Right, callback=self._on_right_click)
         dpg.set_exit_callback(self.request_close)
         dpg.setup_dearpygui()
         dpg.show_viewport()
@@ -111,8 +112,15 @@ class Editor:
             with dpg.menu(label="Edit"):
                 dpg.add_menu_item(label="Undo", shortcut="Ctrl+Z", callback=self.undo)
                 dpg.add_menu_item(label="Redo", shortcut="Ctrl+Y", callback=self.redo)
-                dpg.add_menu_item(label="Delete selected", shortcut="Del", callback=self.graph_view.delete_selected)
-                dpg.add_menu_item(label="Arrange nodes", callback=self.arrange)
+                canvas = self.canvas
+                for label, key, fn in (("Add node...", "right click", lambda: canvas.open_menu()),
+                                       ("Delete selected", "Del", canvas.delete_selected),
+                                       ("Copy", "Ctrl+C", canvas.copy), ("Paste", "Ctrl+V", canvas.paste),
+                                       ("Duplicate", "Ctrl+D", canvas.duplicate),
+                                       ("Comment frame around selected", "C", lambda: canvas.comment_selected()),
+                                       ("Arrange nodes", "", self.arrange), ("Frame all", "Home", canvas.frame_all),
+                                       ("Frame selected", "F", canvas.frame_selected)):
+                    dpg.add_menu_item(label=label, shortcut=key, callback=lambda s, a, u: u(), user_data=fn)
 
     def _dialogs(self):
         for tag, label, cb in (("open_dialog", "Open graph", self._on_open), ("save_dialog", "Save graph as",
@@ -175,7 +183,7 @@ class Editor:
         self.doc, self.seen, self.discarded = doc, None, False
         doc.read_assets = self.assets_ready
         self.graph_view.selected = None
-        self.graph_view.structure = None
+        self.canvas.structure, self.canvas.chosen, self.canvas.view = None, None, (0.0, 0.0)
         self.view.framed = False
         if doc.path is not None:
             files.add_recent(doc.path)
@@ -283,12 +291,14 @@ class Editor:
             self.discarded = True  # and no autosave is written again at shutdown
         self._then()
 
-    def arrange(self):
-        """Place every node by dependency depth (one undo step)."""
-        from .layout import arrange
+    @property
+    def canvas(self):
+        """The graph's node canvas."""
+        return self.graph_view.canvas
 
-        if self.graph_view.act("move_many", arrange(self.doc.graph, self.doc.ports))[0]:
-            self.status("nodes arranged")
+    def arrange(self):
+        """Lay the graph out left to right (one undo step)."""
+        return self.canvas.arrange()
 
     def undo(self):
         if self.doc.undo():
@@ -303,7 +313,20 @@ class Editor:
     def _on_key(self, sender, key):
         ctrl = dpg.is_key_down(dpg.mvKey_LControl) or dpg.is_key_down(dpg.mvKey_RControl)
         shift = dpg.is_key_down(dpg.mvKey_LShift) or dpg.is_key_down(dpg.mvKey_RShift)
+        if key == dpg.mvKey_Return:
+            if dpg.is_item_focused("palette_search"):
+                self.graph_view.palette_enter()
+            elif dpg.is_item_shown(self.canvas.menu):
+                self.canvas.menu_enter()
+            return  # (the comment title box takes its Enter itself)
+        typing = dpg.is_item_focused("palette_search") or self.canvas.typing()
+        if not typing and self.canvas.hovered() and self.canvas.key(key, ctrl, shift):
+            return  # the canvas's keys act where the mouse is on the canvas, so typing in a field stays typing
         self.shortcut(key, ctrl, shift)
+
+    def _on_right_click(self):
+        if self.canvas.hovered() and not self.canvas.typing():
+            self.canvas.on_right_click()
 
     def shortcut(self, key, ctrl=False, shift=False):
         """What a key pressed with Ctrl and Shift held (or not) does: the menus' shortcuts, Del."""
@@ -313,7 +336,7 @@ class Editor:
         if ctrl and (key, shift) in actions:
             actions[key, shift]()
         elif key == dpg.mvKey_Delete and not dpg.is_item_focused("palette_search"):
-            self.graph_view.delete_selected()
+            self.canvas.delete_selected()
 
     # ------------------------------------------------------------ kernels
 
@@ -439,6 +462,7 @@ class Editor:
         """One frame: the queued UI callbacks, then the frame's work, each inside the error boundary; then drawn
         (``draw=False``: not drawn, for tests that drive many edits)."""
         jobs, self.jobs = [*(dpg.get_callback_queue() or ()), *self.jobs], []
+        self.protect(self.canvas.begin_frame)
         for job in jobs:
             self.protect(_call, *job)
         self.protect(self.tick)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+from contextlib import contextmanager
 import os
 import re
 import stat
@@ -22,6 +23,7 @@ from animgraph.fileio import atomic_write_text
 from animgraph.graph import VERSION, AssetSpec, Graph, parse_json
 from animgraph.node import REGISTRY, Node
 
+from . import clipboard
 from . import links as linkrules
 from .fills import fills, joint_names, read_skeleton
 from .history import History
@@ -76,6 +78,7 @@ class Document:
         self._validation = None  # ((revision, kwargs), Validation)
         self._skeletons = {}  # first asset (name, spec, anchor) -> Skeleton or None
         self.read_assets = True  # False: skeleton() reads no clip (the editor, while the clip readers compile)
+        self._batch = None  # (text, anchor) of the state a batch started from, while one is open
 
     # ------------------------------------------------------------ files
 
@@ -146,14 +149,80 @@ class Document:
         node_id = self._free_id(type) if node_id is None else node_id
         self._check_new_id(node_id)
         xy = _xy(pos)
-        entry = {"id": node_id, "type": type, **copy.deepcopy(cls.EXAMPLE)}
-        filled = fills(field_specs(cls, self.joints(), tuple(self.graph.assets)), self.skeleton(), self.joints())
-        entry |= {k: v for k, v in filled.items() if k not in entry and k not in fields} | fields
+        entry = self._entry(type, node_id, fields)
         data = self._data()
         data["nodes"].append(entry)
         _positions(data)[node_id] = xy
         self._apply(data)
         return node_id
+
+    def _entry(self, type_name, node_id, fields):
+        """A new node's JSON entry: its EXAMPLE, fills for required fields, then ``fields``."""
+        cls = REGISTRY[type_name]
+        entry = {"id": node_id, "type": type_name, **copy.deepcopy(cls.EXAMPLE)}
+        filled = fills(field_specs(cls, self.joints(), tuple(self.graph.assets)), self.skeleton(), self.joints())
+        return entry | {k: v for k, v in filled.items() if k not in entry and k not in fields} | fields
+
+    def linkable(self, ref, kind):
+        """[(type, fields, port)] of the node types a new node of which can be linked to pin ``ref`` ('node.port',
+        ``kind`` 'out' or 'in'): ``port`` is the new node's input (or output) taking it; ``fields`` set its signal
+        kind where the type has one to set.  Sorted by type."""
+        nid, _, name = ref.partition(".")
+        ins, outs = self.ports(nid)
+        pin = next((p for p in (outs if kind == "out" else ins) if p.name == name), None)
+        if pin is None:
+            raise EditError(f"node {nid!r} has no {'output' if kind == 'out' else 'input'} {name!r}")
+        found = []
+        for type_name in sorted(REGISTRY):
+            cls = REGISTRY[type_name]
+            tries = [{}] + ([{"signal": pin.signal}] if "signal" in cls.model_fields and pin.signal != "pose" else [])
+            for fields in tries:
+                port = self._fitting_port(type_name, fields, ref, kind, pin)
+                if port is not None:
+                    found.append((type_name, fields, port))
+                    break
+        return found
+
+    def probe(self, type, **fields):
+        """(id, inputs, outputs) a new ``type`` node with ``fields`` would have here (nothing is added); EditError
+        if it cannot be made."""
+        if type not in REGISTRY:
+            raise EditError(f"unknown node type {type!r}")
+        node_id = fields.pop("id", None) or self._free_id(type)
+        try:
+            node = REGISTRY[type].model_validate(self._entry(type, node_id, fields) | {"type": type})
+        except Exception as e:  # noqa: BLE001 (pydantic's error, or a fill that needs what this graph lacks)
+            raise EditError(f"a {type!r} node cannot be made here: {str(e).splitlines()[0]}") from None
+        return node_id, tuple(node.inputs()), tuple(node.outputs())
+
+    def _fitting_port(self, type_name, fields, ref, kind, pin):
+        """The first port of a new ``type_name`` node (with ``fields``) a link with pin ``ref`` may use, or None."""
+        try:
+            _, ins, outs = self.probe(type_name, **fields)
+        except EditError:  # a type that needs what this graph lacks: not offered
+            return None
+        for port in (ins if kind == "out" else outs):
+            if port.signal != pin.signal:
+                continue
+            if pin.signal == "pose" and "any" not in (port.space or "any", pin.space or "any") and \
+                    port.space != pin.space:
+                continue
+            return port.name
+        return None
+
+    def add_linked(self, type, ref, kind, pos=(0.0, 0.0)):
+        """Add a node of ``type`` at ``pos`` linked to pin ``ref`` (one undo step); returns its id."""
+        offer = next(((f, port) for t, f, port in self.linkable(ref, kind) if t == type), None)
+        if offer is None:
+            raise EditError(f"no port of a {type!r} node links to {ref}")
+        fields, port = offer
+        with self.batch():
+            nid = self.add_node(type, pos=pos, **fields)
+            if kind == "out":
+                self.connect(ref, f"{nid}.{port}")
+            else:
+                self.connect(f"{nid}.{port}", ref)
+        return nid
 
     def remove_node(self, node_id):
         """Remove a node with its links and position."""
@@ -162,6 +231,7 @@ class Document:
         data["nodes"] = [n for n in data["nodes"] if n["id"] != node_id]
         data["links"] = [ln for ln in data["links"] if node_id not in (_nid(ln[0]), _nid(ln[1]))]
         _positions(data).pop(node_id, None)
+        _drop_from_comments(data, {node_id})
         self._apply(data)
 
     def set_field(self, node_id, field, value):
@@ -233,7 +303,87 @@ class Document:
         positions = _positions(data)
         if node_id in positions:
             positions[new_id] = positions.pop(node_id)
+        for frame in data["editor"].get("comments", []):
+            frame["nodes"] = [new_id if n == node_id else n for n in frame["nodes"]]
         self._apply(data)
+
+    def copy(self, ids):
+        """A clipboard fragment of the nodes ``ids``: their entries, positions, the links and frames among them."""
+        for nid in ids:
+            self._node(nid)
+        return clipboard.copy(self._data(), ids)
+
+    def paste(self, fragment, offset=(40.0, 40.0)):
+        """Add a ``copy`` fragment moved by ``offset`` pixels, every node with a fresh id (one undo step);
+        returns {old id: new id}."""
+        try:
+            data, names = clipboard.paste(self._data(), fragment, offset)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise EditError(f"not pasted: the clipboard holds no nodes ({type(e).__name__}: {e})") from None
+        self._apply(data)
+        return names
+
+    # ------------------------------------------------------------ comment frames
+
+    def comments(self):
+        """The comment frames: [{'title': text, 'nodes': [id, ...]}], stored under ``editor.comments``."""
+        return copy.deepcopy(self.graph.editor.get("comments", []))
+
+    def add_comment(self, title, ids):
+        """Frame the nodes ``ids`` with a titled comment (one undo step); returns its index."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            raise EditError("select the nodes to frame first")
+        for nid in ids:
+            self._node(nid)
+        if not isinstance(title, str):
+            raise EditError(f"a comment title is text, got {type(title).__name__}")
+        data = self._data()
+        data["editor"].setdefault("comments", []).append({"title": title, "nodes": ids})
+        self._apply(data)
+        return len(data["editor"]["comments"]) - 1
+
+    def set_comment_title(self, index, title):
+        """Retitle comment frame ``index``."""
+        data = self._data()
+        self._comment(data, index)["title"] = str(title)
+        self._apply(data)
+
+    def remove_comment(self, index):
+        """Remove comment frame ``index`` (its nodes stay)."""
+        data = self._data()
+        self._comment(data, index)
+        del data["editor"]["comments"][index]
+        if not data["editor"]["comments"]:
+            del data["editor"]["comments"]
+        self._apply(data)
+
+    @staticmethod
+    def _comment(data, index):
+        frames = data["editor"].get("comments", [])
+        if not isinstance(index, int) or not 0 <= index < len(frames):
+            raise EditError(f"no comment frame {index!r} ({len(frames)} frames)")
+        return frames[index]
+
+    # ------------------------------------------------------------ batches
+
+    @contextmanager
+    def batch(self):
+        """Edits made inside ``with doc.batch():`` are one undo step; an error inside undoes them all."""
+        if self._batch is not None:  # nested: the outer batch is the step
+            yield
+            return
+        self._batch = start = (self._text, self.path)
+        try:
+            yield
+        except BaseException:
+            self._batch = None
+            if self._text != start[0]:
+                self._show(Graph.from_dict(parse_json(start[0]), file=start[1]))
+            raise
+        self._batch = None
+        if self._text != start[0]:
+            self.history.record(*start)
 
     def ports(self, node_id):
         """(inputs, outputs) of this node instance: Port tuples (they vary with fields)."""
@@ -434,7 +584,8 @@ class Document:
         graph = self._build(data)
         if graph.to_json() == self._text:
             return
-        self.history.record(self._text, self.path)
+        if self._batch is None:
+            self.history.record(self._text, self.path)
         self._show(graph)
 
     def _show(self, graph):
@@ -467,6 +618,18 @@ def _nid(ref):
 def _renamed(ref, old, new):
     node, _, port = ref.partition(".")
     return f"{new}.{port}" if node == old else ref
+
+
+def _drop_from_comments(data, ids):
+    """Remove ``ids`` from every comment frame of ``data``; a frame left empty goes too."""
+    frames = data.get("editor", {}).get("comments")
+    if frames is None:
+        return
+    for frame in frames:
+        frame["nodes"] = [n for n in frame["nodes"] if n not in ids]
+    data["editor"]["comments"] = [f for f in frames if f["nodes"]]
+    if not data["editor"]["comments"]:
+        del data["editor"]["comments"]
 
 
 def _positions(data):

@@ -1,9 +1,8 @@
-"""The graph half of the editor window: palette, node editor, inspector and assets, on a ``Document``.
+"""The graph half of the editor window: palette, node canvas, inspector and assets, on a ``Document``.
 
 Every user action becomes one ``Document`` call (``add_node``, ``connect``, ``set_field``, ...);
-a refused edit shows its reason in the status bar and changes nothing.  The node editor is
-rebuilt from the document when its structure changes (nodes, ports, links); positions are
-written back to the document when a drag ends.
+a refused edit shows its reason in the status bar and changes nothing.  The node canvas
+(``canvas.Canvas``) draws the document and takes the edits made on it.
 """
 
 from __future__ import annotations
@@ -13,18 +12,9 @@ import dearpygui.dearpygui as dpg
 from animgraph.errors import AnimgraphError
 
 from . import fields, palette
+from .canvas import Canvas
 from .document import EditError
 
-ERROR_TITLE = (170, 40, 40)
-POP_TITLE = (200, 120, 0)
-SHAPES = {"local": dpg.mvNode_PinShape_CircleFilled, "global": dpg.mvNode_PinShape_QuadFilled,
-          "any": dpg.mvNode_PinShape_TriangleFilled}
-
-
-def pin_shape(port):
-    """Pose spaces are told apart by shape as well as colour; other signals are circles."""
-    return SHAPES.get(port.space or "any", dpg.mvNode_PinShape_Circle) if port.signal == "pose" \
-        else dpg.mvNode_PinShape_CircleFilled
 
 
 class GraphView:
@@ -32,14 +22,9 @@ class GraphView:
 
     def __init__(self, editor):
         self.editor = editor
-        self.nodes = {}  # node id -> node item
-        self.pins = {}  # attribute item -> (node id, port name, "in"|"out")
-        self.links = {}  # link item -> (src, dst)
-        self.errors = {}  # node id -> error text item
-        self.tips = {}  # node id -> tooltip shown while the node has a problem
-        self.structure = None
+        self.canvas = Canvas(self, "graph")
         self.selected = None
-        self.marked = set()  # node ids drawn as in error or popping
+        self.highlighted = None  # the palette type Enter adds
         self._themes = {}
 
     @property
@@ -61,17 +46,36 @@ class GraphView:
                                            callback=lambda s, a, u: self.add_node(u))
 
     def _filter(self, text):
-        hits = set(palette.search(text)) if text.strip() else None
+        hits = palette.search(text) if text.strip() else None
         for category, types in palette.groups().items():
             shown = [t for t in types if hits is None or t in hits]
             for t in types:
                 dpg.configure_item(f"palette_{t}", show=t in shown)
             dpg.configure_item(f"palette_cat_{category}", show=bool(shown))
+        self.highlight(hits[0] if hits else None)
+
+    def highlight(self, node_type):
+        """Mark the palette button Enter adds (the best match of the search)."""
+        if self.highlighted is not None:
+            dpg.bind_item_theme(f"palette_{self.highlighted}", 0)
+        self.highlighted = node_type
+        if node_type is not None:
+            if "highlight" not in self._themes:
+                with dpg.theme() as theme, dpg.theme_component(dpg.mvButton):
+                    dpg.add_theme_color(dpg.mvThemeCol_Button, (60, 110, 170))
+                self._themes["highlight"] = theme
+            dpg.bind_item_theme(f"palette_{node_type}", self._themes["highlight"])
+
+    def palette_enter(self):
+        """Enter in the palette's search: add the highlighted node type (into free space in sight)."""
+        if self.highlighted is None:
+            self.editor.status("no node type matches the search", error=True)
+            return None
+        return self.add_node(self.highlighted)
 
     def build_editor(self, parent, width, height):
-        dpg.add_node_editor(parent=parent, tag="node_editor", width=width, height=height, minimap=True,
-                            minimap_location=dpg.mvNodeMiniMap_Location_BottomRight,
-                            callback=self.on_link, delink_callback=self.on_delink)
+        """The node canvas (toolbar, node editor, add menu) under ``parent``."""
+        self.canvas.build(parent, width, height)
 
     def build_inspector(self, parent):
         with dpg.group(parent=parent):
@@ -94,41 +98,11 @@ class GraphView:
         return True, result
 
     def add_node(self, node_type):
-        k = len(self.doc.graph.nodes)
-        ok, node_id = self.act("add_node", node_type, pos=(60.0 + 30 * (k % 10), 60.0 + 30 * (k % 10)))
-        if ok:
-            self.select(node_id)
-            self.editor.status(f"added {node_type} node {node_id!r}")
-
-    def on_link(self, sender, pair):
-        """A link dropped between two pins: connect, or say why not."""
-        a, b = (self.pins.get(p) for p in pair)
-        if a is None or b is None:
-            return
-        if a[2] == "in":
-            a, b = b, a
-        src, dst = f"{a[0]}.{a[1]}", f"{b[0]}.{b[1]}"
-        reason = self.doc.can_connect(src, dst)
-        if reason:
-            self.editor.status(f"link refused: {reason}", error=True)
-            return
-        if self.act("connect", src, dst)[0]:
-            self.editor.status(f"linked {src} -> {dst}")
-
-    def on_delink(self, sender, link):
-        pair = self.links.get(link)
-        if pair:
-            self.act("disconnect", *pair)
-            self.editor.status(f"unlinked {pair[0]} -> {pair[1]}")
+        """A palette click: the node goes into free space in sight of the canvas."""
+        return self.canvas.add_node(node_type)
 
     def delete_selected(self):
-        ids = {v: k for k, v in self.nodes.items()}
-        for item in dpg.get_selected_nodes("node_editor"):
-            if item in ids:
-                self.act("remove_node", ids[item])
-        for item in dpg.get_selected_links("node_editor"):
-            if item in self.links:
-                self.act("disconnect", *self.links[item])
+        self.canvas.delete_selected()
 
     def select(self, node_id):
         self.selected = node_id
@@ -136,116 +110,31 @@ class GraphView:
 
     # ------------------------------------------------------------ sync with the document
 
-    def _structure(self):
-        g = self.doc.graph
-        return (tuple((n.id, n.type, self.doc.ports(n.id)) for n in g.nodes), tuple(map(tuple, g.links)))
-
     def sync(self, problems):
-        """Bring the node editor in line with the document; mark problem nodes."""
-        key = self._structure()
-        if key != self.structure:
-            self.rebuild()
-            self.structure = key
-        for nid, item in self.nodes.items():
-            pos = self.doc.position(nid)
-            if tuple(dpg.get_item_pos(item)) != (int(pos[0]), int(pos[1])):
-                dpg.set_item_pos(item, [int(pos[0]), int(pos[1])])
-        self.show_problems(problems)
-        if self.selected not in self.nodes:
+        """Bring the canvas in line with the document; the inspector and assets too."""
+        self.canvas.sync(problems)
+        if self.selected not in self.canvas.nodes:
             self.selected = None
         self.refresh_inspector()
         self.refresh_assets()
 
-    def rebuild(self):
-        dpg.delete_item("node_editor", children_only=True)
-        self.nodes, self.pins, self.links, self.errors, self.tips, self.marked = {}, {}, {}, {}, {}, set()
-        by_port = {}
-        for node in self.doc.graph.nodes:
-            ins, outs = self.doc.ports(node.id)
-            pos = self.doc.position(node.id)
-            with dpg.node(label=f"{node.id} : {node.type}", parent="node_editor", pos=[int(pos[0]), int(pos[1])],
-                          user_data=node.id) as item:
-                for port, kind in [(p, "in") for p in ins] + [(p, "out") for p in outs]:
-                    attr_type = dpg.mvNode_Attr_Input if kind == "in" else dpg.mvNode_Attr_Output
-                    with dpg.node_attribute(attribute_type=attr_type, shape=pin_shape(port)) as attr:
-                        space = f" {port.space}" if port.signal == "pose" and port.space else ""
-                        opt = "?" if kind == "in" and port.optional else ""
-                        dpg.add_text(f"{port.name}{opt}  [{port.signal}{space}]", indent=0 if kind == "in" else 10)
-                        if port.doc:
-                            with dpg.tooltip(dpg.last_item()):
-                                dpg.add_text(port.doc)
-                    dpg.bind_item_theme(attr, self._pin_theme(port))
-                    self.pins[attr] = (node.id, port.name, kind)
-                    by_port[(node.id, port.name, kind)] = attr
-                with dpg.node_attribute(attribute_type=dpg.mvNode_Attr_Static):
-                    self.errors[node.id] = dpg.add_text("", color=(255, 110, 110), wrap=260, show=False)
-                    with dpg.tooltip(self.errors[node.id]) as tip:  # a node itself cannot carry a tooltip
-                        dpg.add_text("", wrap=420)
-                    self.tips[node.id] = tip
-            self.nodes[node.id] = item
-        for src, dst in self.doc.graph.links:
-            (sn, sp), (dn, dp) = src.split("."), dst.split(".")
-            a, b = by_port.get((sn, sp, "out")), by_port.get((dn, dp, "in"))
-            if a is not None and b is not None:
-                link = dpg.add_node_link(a, b, parent="node_editor")
-                self.links[link] = (src, dst)
-                port = next((p for p in self.doc.ports(sn)[1] if p.name == sp), None)
-                if port is not None:
-                    dpg.bind_item_theme(link, self._pin_theme(port, link=True))
-
-    def _pin_theme(self, port, link=False):
-        key = (port.signal, port.space if port.signal == "pose" else "", link)
-        if key not in self._themes:
-            colour = palette.pin_colour(port.signal, key[1])
-            with dpg.theme() as theme, dpg.theme_component(dpg.mvAll):
-                cols = (dpg.mvNodeCol_Link, dpg.mvNodeCol_LinkHovered) if link else \
-                    (dpg.mvNodeCol_Pin, dpg.mvNodeCol_PinHovered)
-                for c in cols:
-                    dpg.add_theme_color(c, colour, category=dpg.mvThemeCat_Nodes)
-            self._themes[key] = theme
-        return self._themes[key]
-
-    def _title_theme(self, colour):
-        key = ("title", colour)
-        if key not in self._themes:
-            with dpg.theme() as theme, dpg.theme_component(dpg.mvAll):
-                for c in (dpg.mvNodeCol_TitleBar, dpg.mvNodeCol_TitleBarHovered, dpg.mvNodeCol_TitleBarSelected):
-                    dpg.add_theme_color(c, colour, category=dpg.mvThemeCat_Nodes)
-            self._themes[key] = theme
-        return self._themes[key]
-
     def show_problems(self, problems, popping=None):
-        """Problem nodes get a red title and their message under the pins; a popping node an orange title."""
-        text = {}
-        for p in problems:
-            if p.node in self.nodes:
-                text.setdefault(p.node, p.text)
-        marked = set(text) | ({popping} if popping in self.nodes else set())
-        for nid, item in self.nodes.items():
-            if nid in text:
-                dpg.bind_item_theme(item, self._title_theme(ERROR_TITLE))
-            elif nid == popping:
-                dpg.bind_item_theme(item, self._title_theme(POP_TITLE))
-            elif nid in self.marked:
-                dpg.bind_item_theme(item, 0)
-            if dpg.get_value(self.errors[nid]) != text.get(nid, ""):
-                dpg.set_value(self.errors[nid], text.get(nid, ""))
-                dpg.configure_item(self.errors[nid], show=nid in text)
-                dpg.set_value(dpg.get_item_children(self.tips[nid], 1)[0], text.get(nid, ""))
-        self.marked = marked
+        self.canvas.show_problems(problems, popping)
 
     def poll_moves(self):
-        """Write node drags back to the document once the mouse is released (one undo step per drag)."""
-        if dpg.is_mouse_button_down(dpg.mvMouseButton_Left):
-            return
-        for nid, item in self.nodes.items():
-            x, y = dpg.get_item_pos(item)
-            px, py = self.doc.position(nid)
-            if (int(x), int(y)) != (int(px), int(py)):
-                self.act("move", nid, (float(x), float(y)))
-        selected = [k for k, v in self.nodes.items() if v in set(dpg.get_selected_nodes("node_editor"))]
-        if len(selected) == 1 and selected[0] != self.selected:
-            self.select(selected[0])
+        """The canvas's per-frame work (drags written back, selection followed, comment frames drawn)."""
+        self.canvas.poll()
+
+    def on_select(self, node_id):
+        """The canvas selected one node: show its fields."""
+        if node_id != self.selected:
+            self.select(node_id)
+
+    def status(self, text, error=False):
+        self.editor.status(text, error)
+
+    def changed(self):
+        self.editor.changed()
 
     # ------------------------------------------------------------ inspector
 

@@ -51,7 +51,7 @@ def main(graph, out):
     while editor.kernels != "ready":
         editor.frame()
     frames(editor, 3)
-    view, doc = editor.graph_view, editor.doc
+    view, doc = editor.canvas, editor.doc
     result = {"nodes": len(view.nodes), "links_drawn": len(view.links), "links": len(doc.graph.links)}
     src, dst = doc.graph.links[0]
     link = next(k for k, v in view.links.items() if v == (src, dst))
@@ -120,7 +120,8 @@ def pops(graph):
     for _ in range(5):
         editor.player.step()
     frames(editor, 2)
-    result = {"switched": switched, "pops": [[p.frame, p.node] for p in editor.player.pops], "marked": sorted(editor.graph_view.marked),
+    result = {"switched": switched, "pops": [[p.frame, p.node] for p in editor.player.pops],
+              "marked": sorted(editor.canvas.marked),
               "timeline": dpg.get_value("pop_text")}
     editor.shutdown()
     print(json.dumps(result))
@@ -356,7 +357,293 @@ def first_run(launched):
     print(json.dumps(result))
 
 
+# ---------------------------------------------------------------- the canvas's habits
+
+
+class Pointer:
+    """Real mouse input into the X server (XTest through ctypes): what a user's hand does, in viewport pixels."""
+
+    def __init__(self):
+        import ctypes
+        import os
+
+        self.x11, self.xtst = ctypes.CDLL("libX11.so.6"), ctypes.CDLL("libXtst.so.6")
+        self.x11.XOpenDisplay.restype = ctypes.c_void_p
+        self.display = ctypes.c_void_p(self.x11.XOpenDisplay(os.environ["DISPLAY"].encode()))
+        self.origin = dpg.get_viewport_pos()
+
+    def _flush(self):
+        self.x11.XFlush(self.display)
+
+    def move(self, x, y):
+        self.xtst.XTestFakeMotionEvent(self.display, -1, int(self.origin[0] + x), int(self.origin[1] + y), 0)
+        self._flush()
+
+    def button(self, which, down):
+        self.xtst.XTestFakeButtonEvent(self.display, which, bool(down), 0)
+        self._flush()
+
+
+def steps(editor, pointer, path, which, n=3):
+    """Press ``which`` (1 left, 3 right) at the first point of ``path``, move through it, release at its end."""
+    pointer.move(*path[0])
+    frames(editor, n)
+    pointer.button(which, True)
+    frames(editor, n)
+    for p in path[1:]:
+        pointer.move(*p)
+        frames(editor, n)
+    pointer.button(which, False)
+    frames(editor, n)
+
+
+def rects(canvas):
+    """{node id: (x, y, w, h)} as the window drew them."""
+    return canvas.rects(screen=True)
+
+
+def overlaps(canvas):
+    from animgraph.editor.layout import MIN_GAP, too_close
+
+    return too_close(rects(canvas), MIN_GAP)
+
+
+def undo_steps(doc, edit):
+    """How many undo steps ``edit()`` added."""
+    before = len(doc.history)
+    edit()
+    return len(doc.history) - before
+
+
+def canvas_habits(graph, out):
+    """Every habit of the canvas through its callbacks (and real mouse input where dearpygui reads it)."""
+    out = Path(out)
+    editor = Editor(Document.open(graph))
+    editor.build()
+    frames(editor, 3)
+    canvas, doc, r = editor.canvas, editor.doc, {}
+    pointer = Pointer()
+    (ox, oy), (w, h) = canvas.origin(), canvas.size()
+    r["editor_rect"] = [ox, oy, w, h]
+    # Arrange: moved, one step, no overlap in the window; again: nothing to do.  The nodes start piled up on a
+    # diagonal, as the palette used to add them.
+    doc.move_many({n.id: (20 + 30 * k, 20 + 30 * k) for k, n in enumerate(doc.graph.nodes)})
+    frames(editor, 2)
+    r["piled_overlaps"] = len(overlaps(canvas))
+    before = {n.id: doc.position(n.id) for n in doc.graph.nodes}
+    r["arrange_steps"] = undo_steps(doc, editor.arrange)
+    frames(editor, 2)
+    r["arrange_again_steps"] = undo_steps(doc, editor.arrange)
+    frames(editor, 2)
+    r["arrange_moved"] = sum(doc.position(k) != v for k, v in before.items())
+    r["arrange_drawn_at_doc"] = all(list(dpg.get_item_pos(canvas.nodes[k])) == [int(v) for v in doc.position(k)]
+                                    for k in canvas.nodes)
+    r["arrange_overlaps"] = overlaps(canvas)
+    # Right click on empty canvas (real mouse): the add menu opens at the cursor; search, Enter adds there.
+    from animgraph.editor.layout import gap
+
+    def clear(p):  # room for a new node right and below the point, away from the minimap (bottom right)
+        return all(gap((*p, 200, 150), b) > 16 for b in rects(canvas).values()) and not (
+            p[0] + 200 > ox + w - 220 and p[1] + 150 > oy + h - 170)
+
+    spots = [(ox + w - 260 - 40 * i, oy + 40 + 40 * j) for i in range(30) for j in range(8)]
+    empty = next((p for p in spots if clear(p)), spots[0])
+    r["empty"] = list(empty)
+    r["empty_before"] = clear(empty)
+    steps(editor, pointer, [empty], 3)
+    r["menu_shown"] = dpg.is_item_shown(canvas.menu)
+    r["menu_at"] = list(dpg.get_item_pos(canvas.menu))
+    call(canvas.menu_search, "dead")
+    frames(editor, 1)
+    r["menu_items"] = list(canvas.menu_types)
+    added = undo_steps(doc, lambda: editor._on_key(None, dpg.mvKey_Return))  # Enter, as the key handler has it
+    frames(editor, 2)
+    new = [n.id for n in doc.graph.nodes if n.id not in before]
+    r["menu_added"] = [new, added, not dpg.is_item_shown(canvas.menu)]
+    cx, cy = canvas.to_doc(empty)
+    r["menu_node_near_cursor"] = [round(a - b) for a, b in zip(doc.position(new[0]), (cx, cy))] if new else None
+    # A right click on the same spot now has a node there: a node added there goes to free space beside it.
+    canvas.open_menu(at=(empty[0] + 5, empty[1] + 5))
+    call(canvas.menu_search, "fk")
+    canvas.menu_enter()
+    frames(editor, 2)
+    r["second_add_overlaps"] = overlaps(canvas)
+    # Enter in the palette search adds the highlighted node, in sight and on nobody.
+    count = len(doc.graph.nodes)
+    call("palette_search", "inertial")
+    frames(editor, 1)
+    r["palette_highlight"] = editor.graph_view.highlighted
+    dpg.focus_item("palette_search")
+    frames(editor, 2)
+    r["palette_focused"] = dpg.is_item_focused("palette_search")
+    r["palette_steps"] = undo_steps(doc, lambda: editor._on_key(None, dpg.mvKey_Return))
+    frames(editor, 2)
+    r["palette_added"] = len(doc.graph.nodes) - count
+    r["palette_overlaps"] = overlaps(canvas)
+    pal = doc.graph.nodes[-1].id
+    px, py, pw, ph = rects(canvas)[pal]
+    r["palette_in_sight"] = ox <= px and px + pw <= ox + w and oy <= py and py + ph <= oy + h
+    # From a pin: its menu's "add linked node..." entry opens the menu with only fitting types; the choice links.
+    src = next(f"{s}" for s, _ in doc.graph.links if doc.ports(s.split(".")[0])[1][0].signal == "pose")
+    sid, sport = src.split(".")
+    attr = next(a for a, v in canvas.pins.items() if v == (sid, sport, "out"))
+    canvas.select([sid])
+    canvas.key(dpg.mvKey_F)  # the pin's node in sight
+    frames(editor, 2)
+    line = dpg.get_item_children(attr, 1)[0]  # the pin's text (an attribute has no rectangle of its own)
+    (ax, ay), (aw, ah) = dpg.get_item_rect_min(line), dpg.get_item_rect_size(line)
+    steps(editor, pointer, [(ax + aw - 6, ay + ah / 2)], 3)  # a real right click on the output pin's line
+    r["pin_menu_shown"] = dpg.is_item_shown(canvas.pin_menu)
+    if not r["pin_menu_shown"]:  # the pin's line not reported hovered: open it as the handler would
+        canvas.open_pin_menu(src, "out", (ax + aw, ay))
+    call(f"{canvas.pin_menu}_add")
+    frames(editor, 1)
+    fits = {t for t, _, _ in doc.linkable(src, "out")}
+    r["pin_menu_types"] = [list(canvas.menu_types), sorted(fits), dpg.get_value(f"{canvas.menu}_title")]
+    ids = {n.id for n in doc.graph.nodes}
+    choice = "fk" if "fk" in canvas.menu_types else canvas.menu_types[0]
+    r["linked_steps"] = undo_steps(doc, lambda: call(canvas.menu_list, choice))
+    frames(editor, 2)
+    linked = [n.id for n in doc.graph.nodes if n.id not in ids]
+    r["linked"] = [linked, [list(ln) for ln in doc.graph.links if linked and ln[1].startswith(linked[0] + ".")]]
+    r["linked_src"] = src
+    r["linked_overlaps"] = overlaps(canvas)
+    # Box select (a real left drag over empty canvas): the first column's nodes.
+    canvas.key(dpg.mvKey_Home)
+    frames(editor, 2)
+    boxes = rects(canvas)
+    # The leftmost nodes well inside the canvas (a drag past its edge makes the node editor pan).
+    seen = {k: b for k, b in boxes.items() if ox + 20 <= b[0] and b[0] + b[2] <= ox + w - 20 and oy + 20 <= b[1]
+            and b[1] + b[3] <= oy + h - 20}
+    left = min(b[0] for b in seen.values())
+    first = sorted(k for k, b in seen.items() if b[0] < left + 20)
+    top = min(boxes[k][1] for k in first)
+    right = max(boxes[k][0] + boxes[k][2] for k in first)
+    bottom = max(boxes[k][1] + boxes[k][3] for k in first)
+    steps(editor, pointer, [(left - 12, top - 12), ((left + right) / 2, bottom), (right + 4, bottom + 6)], 1)
+    frames(editor, 2)
+    r["box_window"] = [len(dpg.get_selected_nodes(canvas.tag)), [left - 12, top - 12], [ox, oy]]
+    box = (left - 12, top - 12, right + 16 - left, bottom + 18 - top)
+    r["box"] = [sorted(canvas.selection()), sorted(k for k, b in boxes.items() if gap(b, box) == 0)]
+    # Ctrl+C, Ctrl+V of a linked pair and a third node: fresh ids, the link among them kept, one step, on nobody.
+    a, b = (ref.split(".")[0] for ref in doc.graph.links[0])
+    first = [n.id for n in doc.graph.nodes if n.id in {a, b, first[0]}]
+    canvas.select(first)
+    inner = [ln for ln in doc.graph.links if ln[0].split(".")[0] in first and ln[1].split(".")[0] in first]
+    frames(editor, 2)
+    canvas.key(dpg.mvKey_C, ctrl=True)
+    ids = {n.id for n in doc.graph.nodes}
+    r["paste_steps"] = undo_steps(doc, lambda: canvas.key(dpg.mvKey_V, ctrl=True))
+    frames(editor, 2)
+    pasted = [n.id for n in doc.graph.nodes if n.id not in ids]
+    names = {k: v for k, v in zip(first, pasted)}
+    r["paste"] = [len(pasted) == len(first), len(set(n.id for n in doc.graph.nodes)) == len(doc.graph.nodes),
+                  sorted(canvas.selection()) == sorted(pasted)]
+    r["paste_links"] = [len(inner), sum(1 for a, b in doc.graph.links
+                                        if a.split(".")[0] in pasted and b.split(".")[0] in pasted)]
+    r["paste_overlaps"] = overlaps(canvas)
+    # Ctrl+D duplicates the selection (the pasted nodes): one step, fresh ids again.
+    ids = {n.id for n in doc.graph.nodes}
+    r["dup_steps"] = undo_steps(doc, lambda: canvas.key(dpg.mvKey_D, ctrl=True))
+    frames(editor, 2)
+    dup = [n.id for n in doc.graph.nodes if n.id not in ids]
+    r["dup"] = [len(dup), len(pasted), len(set(n.id for n in doc.graph.nodes)) == len(doc.graph.nodes)]
+    r["pasted"] = pasted
+    r["dup_overlaps"] = overlaps(canvas)
+    # Delete: the duplicated nodes go in one step; undo brings them back.
+    r["delete_steps"] = undo_steps(doc, lambda: canvas.key(dpg.mvKey_Delete))
+    frames(editor, 2)
+    r["deleted"] = [not any(n.id in dup for n in doc.graph.nodes), doc.undo() and all(
+        any(n.id == d for n in doc.graph.nodes) for d in dup)]
+    doc.redo()
+    frames(editor, 2)
+    # A comment frame around the pasted nodes: stored under editor, drawn round them, moved with them.
+    canvas.select(pasted)
+    canvas.key(dpg.mvKey_F)  # in sight
+    frames(editor, 2)
+    canvas.key(dpg.mvKey_C)  # C asks for the title, typed and confirmed with Enter
+    frames(editor, 1)
+    r["title_box"] = dpg.is_item_shown(canvas.title_box)
+    dpg.set_value(canvas.title_box_text, "pasted")
+    r["comment_steps"] = undo_steps(doc, lambda: call(canvas.title_box_text, "pasted"))
+    frames(editor, 2)
+    r["comment_doc"] = doc.comments()
+    boxes = rects(canvas)
+
+    def encloses(frame):
+        """Whether the frame holds the part in sight of every pasted node (frames are cut at the canvas's edge)."""
+        x0, y0, x1, y1 = frame
+        for n in pasted:
+            bx, by, bw, bh = boxes[n]
+            cx0, cy0, cx1, cy1 = max(bx, ox), max(by, oy), min(bx + bw, ox + w), min(by + bh, oy + h)
+            if cx1 > cx0 and cy1 > cy0 and not (x0 <= cx0 and cx1 <= x1 and y0 <= cy0 and cy1 <= y1):
+                return False
+        return True
+
+    r["comment_drawn"] = [[t, encloses(f)] for t, f in canvas.frames]
+    before_frame = canvas.frames[0][1] if canvas.frames else None
+    # A node move (a drag of the selection: imnodes moves every selected node): one undo step for them all.
+    for nid in pasted:
+        x, y = dpg.get_item_pos(canvas.nodes[nid])
+        dpg.set_item_pos(canvas.nodes[nid], [x + 30, y + 20])
+    r["move_steps"] = undo_steps(doc, lambda: frames(editor, 1))
+    frames(editor, 2)
+    boxes = rects(canvas)
+    r["comment_moved"] = [[round(a - b) for a, b in zip(canvas.frames[0][1], before_frame)], encloses(
+        canvas.frames[0][1])] if before_frame else None
+    doc.save(out / "saved.json")
+    r["comment_saved"] = json.loads((out / "saved.json").read_text())["editor"].get("comments")
+    # Home and F: the view lost far away, then everything, then one far node, brought into sight; no edit.
+    text, steps_before = doc.to_json(), len(doc.history)
+    canvas.view = (5000.0, 4000.0)
+    canvas.sync(editor.problems)
+    frames(editor, 2)
+    r["lost"] = not any(ox <= x < ox + w and oy <= y < oy + h for x, y, _, _ in rects(canvas).values())
+    canvas.key(dpg.mvKey_Home)
+    frames(editor, 2)
+    boxes = rects(canvas)
+    r["home"] = [min(b[0] for b in boxes.values()) - ox, min(b[1] for b in boxes.values()) - oy]
+    far = pasted[0]
+    canvas.act("move", far, (6000, 5000))
+    frames(editor, 2)
+    canvas.select([far])
+    canvas.key(dpg.mvKey_F)
+    frames(editor, 2)
+    fx, fy, fw, fh = rects(canvas)[far]
+    r["frame_selected"] = [fx - ox, fy - oy, fw, fh]
+    doc.undo()  # the far move
+    r["view_no_edit"] = [doc.to_json() == text, len(doc.history) == steps_before]
+    shot(out / "canvas.png")
+    editor.shutdown()
+    print(json.dumps(r))
+
+
+def no_overlap(*graphs):
+    """Each graph (and a new graph with one node of every type) opened in one window: the drawn node rectangles
+    closer than 8 px, as stored and after Arrange."""
+    from animgraph.node import REGISTRY
+
+    editor = Editor(Document.new())
+    editor.build()
+    frames(editor, 2)
+    result = {}
+    every = Document.new()
+    for t in sorted(REGISTRY):
+        every.add_node(t)
+    for name, doc in [(Path(g).stem, Document.open(g)) for g in graphs] + [("every_type", every)]:
+        editor.set_document(doc, offer=False)
+        frames(editor, 2)
+        stored = overlaps(editor.canvas)
+        editor.arrange()
+        frames(editor, 2)
+        result[name] = {"stored": stored, "arranged": overlaps(editor.canvas), "nodes": len(editor.canvas.nodes),
+                        "drawn": sum(r[2] > 0 for r in rects(editor.canvas).values())}
+    editor.shutdown()
+    print(json.dumps(result))
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     {"links": main, "pops": pops, "timeline": timeline, "looping": looping, "files": file_ops,
-     "first_run": first_run, "shots": shots}[mode](*args)
+     "first_run": first_run, "shots": shots,
+     "canvas": canvas_habits, "no_overlap": no_overlap}[mode](*args)

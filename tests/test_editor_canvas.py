@@ -1,0 +1,136 @@
+"""The node canvas's habits in a real window under Xvfb: one driver run (tests/editor_driver.py ``canvas``) read by
+a test per habit, and one run measuring node rectangles of every shipped graph (``no_overlap``).
+
+Where dearpygui reads the mouse (right click, box select) the driver moves the X server's real pointer (XTest);
+everything else goes through the canvas's callbacks and keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from display import display  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAPHS = sorted((ROOT / "graphs").glob("*.json"))
+_RUNS = {}
+
+
+def run(display, mode, *args):
+    """The driver's JSON result for ``mode`` (each run once per session)."""
+    key = (display, mode, args)
+    if key not in _RUNS:
+        env = dict(os.environ, DISPLAY=display)
+        done = subprocess.run([sys.executable, str(ROOT / "tests" / "editor_driver.py"), mode, *map(str, args)],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        _RUNS[key] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _RUNS[key]
+
+
+@pytest.fixture(scope="module")
+def habits(display, tmp_path_factory):
+    return run(display, "canvas", ROOT / "graphs" / "gaits.json", tmp_path_factory.mktemp("canvas"))
+
+
+def test_arrange_moves_the_nodes_in_one_step_and_none_overlap(habits):
+    assert habits["piled_overlaps"] > 0, "the driver's piled-up nodes did not overlap"
+    assert habits["arrange_steps"] == 1, "Arrange is one undo step"
+    assert habits["arrange_again_steps"] == 0, "Arrange of an arranged graph moved nodes again"
+    assert habits["arrange_moved"] > 0, "Arrange moved no node"
+    assert habits["arrange_drawn_at_doc"], "the window does not draw the arranged positions"
+    assert habits["arrange_overlaps"] == [], f"arranged nodes closer than 8 px: {habits['arrange_overlaps']}"
+
+
+def test_right_click_opens_the_add_menu_at_the_cursor_and_enter_adds_there(habits):
+    assert habits["empty_before"], "the driver's right-click spot was not empty"
+    assert habits["menu_shown"], "a right click on the empty canvas opened no add menu"
+    assert habits["menu_at"] == [int(v) for v in habits["empty"]], "the menu is not at the cursor"
+    assert habits["menu_items"] == ["dead_blend"], f"search 'dead' lists {habits['menu_items']}"
+    new, steps, closed = habits["menu_added"]
+    assert new == ["dead_blend"] and steps == 1 and closed, f"Enter added {new} in {steps} steps, closed={closed}"
+    dx, dy = habits["menu_node_near_cursor"]
+    assert math.hypot(dx, dy) <= 100, f"the new node is {dx}, {dy} px from the cursor"
+    assert habits["second_add_overlaps"] == [], "a node added on top of another overlaps it"
+
+
+def test_enter_in_the_palette_search_adds_the_highlighted_node_in_sight(habits):
+    assert habits["palette_highlight"] == "inertialize", habits["palette_highlight"]
+    assert habits["palette_focused"], "the palette's search box did not take the focus"
+    assert habits["palette_steps"] == 1 and habits["palette_added"] == 1, "Enter did not add one node in one step"
+    assert habits["palette_overlaps"] == [], f"the palette's node overlaps: {habits['palette_overlaps']}"
+    assert habits["palette_in_sight"], "the palette's node was placed out of sight"
+
+
+def test_add_linked_node_from_a_pin_lists_only_fitting_types_and_links(habits):
+    assert habits["pin_menu_shown"], "a right click on an output pin opened no pin menu"
+    listed, fitting, title = habits["pin_menu_types"]
+    assert listed == fitting and listed and "bk" not in listed, f"listed {listed}, fitting {fitting}"
+    assert habits["linked_src"] in title
+    (new,), links = habits["linked"]
+    assert habits["linked_steps"] == 1, "adding a linked node took more than one undo step"
+    assert links == [[habits["linked_src"], f"{new}.pose"]], f"the new node's links: {links}"
+    assert habits["linked_overlaps"] == []
+
+
+def test_box_select_with_a_real_drag(habits):
+    selected, met = habits["box"]
+    assert selected == met and met, f"a drag over {met} selected {selected}"
+
+
+def test_copy_paste_and_duplicate_keep_inner_links_with_fresh_ids(habits):
+    assert habits["paste_steps"] == 1, "Ctrl+V is one undo step"
+    same_count, unique, selected = habits["paste"]
+    assert same_count and unique and selected, f"pasted all={same_count}, ids unique={unique}, selected={selected}"
+    inner, pasted = habits["paste_links"]
+    assert inner >= 1 and pasted == inner, f"{inner} links inside the selection, {pasted} among the copies"
+    assert habits["paste_overlaps"] == [], f"pasted nodes overlap: {habits['paste_overlaps']}"
+    dup, selected, unique = habits["dup"]
+    assert habits["dup_steps"] == 1 and dup == selected >= 2 and unique, f"Ctrl+D: {habits['dup']}"
+    assert habits["dup_overlaps"] == []
+
+
+def test_delete_is_one_step_and_undone(habits):
+    assert habits["delete_steps"] == 1 and habits["deleted"] == [True, True], habits["deleted"]
+
+
+def test_a_comment_frame_is_stored_drawn_round_its_nodes_and_moves_with_them(habits):
+    assert habits["title_box"], "C opened no box for the frame's title"
+    assert habits["comment_steps"] == 1, "a comment frame is one undo step"
+    (frame,) = habits["comment_doc"]
+    assert frame["title"] == "pasted" and frame["nodes"] == habits["pasted"], frame
+    assert habits["comment_saved"] == [{"nodes": frame["nodes"], "title": "pasted"}], "not under editor.comments"
+    assert habits["comment_drawn"] == [["pasted", True]], "the frame is not drawn round its nodes"
+    assert habits["move_steps"] == 1, "a drag of several nodes is one undo step"
+    shift, encloses = habits["comment_moved"]
+    assert shift[0] == 30 and encloses, f"the frame moved {shift} with nodes moved by (30, 20)"
+
+
+def test_home_and_f_bring_the_nodes_into_sight_without_an_edit(habits):
+    assert habits["lost"], "the driver's view was not lost"
+    assert habits["home"] == [30, 30], f"Home put the nodes' corner at {habits['home']} (margin 30 px)"
+    ox, oy, w, h = habits["editor_rect"]
+    x, y, fw, fh = habits["frame_selected"]
+    assert abs(x - (w - fw) / 2) <= 1 and abs(y - (h - fh) / 2) <= 1, "F did not centre the selected far node"
+    assert habits["view_no_edit"] == [True, True], "framing changed the document or its history"
+
+
+@pytest.fixture(scope="module")
+def measured(display):
+    return run(display, "no_overlap", *GRAPHS)
+
+
+@pytest.mark.parametrize("graph", [g.stem for g in GRAPHS] + ["every_type"])
+def test_node_rectangles_are_8_px_apart_in_the_window(measured, graph):
+    r = measured[graph]
+    assert r["drawn"] == r["nodes"] > 0, "nodes not drawn"
+    if graph != "every_type":  # a new graph's nodes all start at (0, 0): only its arranged layout counts
+        assert r["stored"] == [], f"{graph} as stored: closer than 8 px: {r['stored']}"
+    assert r["arranged"] == [], f"{graph} after Arrange: closer than 8 px: {r['arranged']}"
