@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import dearpygui.dearpygui as dpg
 
-from animgraph.errors import AnimgraphError
-
 from . import fields, palette
 from .canvas import Canvas
-from .document import EditError
-
 
 
 class GraphView:
@@ -88,14 +84,8 @@ class GraphView:
     # ------------------------------------------------------------ edits
 
     def act(self, what, *args, **kwargs):
-        """Call ``doc.<what>(...)``; a refusal goes to the status bar. Returns (ok, result)."""
-        try:
-            result = getattr(self.doc, what)(*args, **kwargs)
-        except (EditError, AnimgraphError) as e:
-            self.editor.status(str(e), error=True)
-            return False, None
-        self.editor.changed()
-        return True, result
+        """Call ``doc.<what>(...)`` through the canvas (a refusal goes to the status bar). Returns (ok, result)."""
+        return self.canvas.act(what, *args, **kwargs)
 
     def add_node(self, node_type):
         """A palette click: the node goes into free space in sight of the canvas."""
