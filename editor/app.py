@@ -64,6 +64,7 @@ class Editor:
         self.first_error = error
         self.jobs = []  # callbacks triggered from Python (tests), run with dearpygui's queue
         self.crash_details = ""  # the traceback of the last error caught by the boundary
+        self.maximized = False  # the node canvas over the preview row too (Ctrl+Space)
 
     # ------------------------------------------------------------ window
 
@@ -80,7 +81,7 @@ class Editor:
                     self.graph_view.build_inspector("left")
                 with dpg.child_window(width=-1, height=-30, tag="right", no_scrollbar=True):
                     self.graph_view.build_editor("right", -1, -PREVIEW_HEIGHT)
-                    with dpg.group(horizontal=True):
+                    with dpg.group(horizontal=True, tag="preview_row"):
                         with dpg.child_window(width=VIEW_WIDTH, height=-1, tag="view_pane", no_scrollbar=True):
                             self.view.build_view("view_pane")
                         with dpg.child_window(width=CONTROLS_WIDTH, height=-1, tag="controls_pane"):
@@ -121,6 +122,9 @@ class Editor:
                                        ("Arrange nodes", "", self.arrange), ("Frame all", "Home", canvas.frame_all),
                                        ("Frame selected", "F", canvas.frame_selected)):
                     dpg.add_menu_item(label=label, shortcut=key, callback=lambda s, a, u: u(), user_data=fn)
+            with dpg.menu(label="View"):
+                dpg.add_menu_item(label="Maximize canvas", shortcut="Ctrl+Space", check=True, tag="maximize_item",
+                                  callback=lambda: self.maximize_canvas(not self.maximized))
 
     def _dialogs(self):
         for tag, label, cb in (("open_dialog", "Open graph", self._on_open), ("save_dialog", "Save graph as",
@@ -324,6 +328,16 @@ class Editor:
             return  # the canvas's keys act where the mouse is on the canvas, so typing in a field stays typing
         self.shortcut(key, ctrl, shift)
 
+    def maximize_canvas(self, on):
+        """Ctrl+Space (Blender's maximize area): the node canvas takes the preview row's height too, or gives it back.
+
+        The preview keeps playing while hidden; the view offset stays, so the nodes in sight stay where they were.
+        """
+        self.maximized = bool(on)
+        dpg.configure_item("preview_row", show=not self.maximized)
+        dpg.configure_item(self.canvas.tag, height=-1 if self.maximized else -PREVIEW_HEIGHT)
+        dpg.set_value("maximize_item", self.maximized)
+
     def _on_right_click(self):
         if self.canvas.hovered() and not self.canvas.typing():
             self.canvas.on_right_click()
@@ -333,7 +347,9 @@ class Editor:
         actions = {(dpg.mvKey_Z, False): self.undo, (dpg.mvKey_Y, False): self.redo,
                    (dpg.mvKey_N, False): lambda: self.guard(self.new), (dpg.mvKey_O, False): self.open_dialog,
                    (dpg.mvKey_S, False): self.save, (dpg.mvKey_S, True): self.save_as}
-        if ctrl and (key, shift) in actions:
+        if ctrl and key == dpg.mvKey_Spacebar:
+            self.maximize_canvas(not self.maximized)
+        elif ctrl and (key, shift) in actions:
             actions[key, shift]()
         elif key == dpg.mvKey_Delete and not dpg.is_item_focused("palette_search"):
             self.canvas.delete_selected()

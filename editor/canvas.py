@@ -30,6 +30,7 @@ CHOSEN_TITLE = (60, 110, 170)
 FRAME_COLOUR, FRAME_FILL = (230, 200, 90, 255), (230, 200, 90, 28)
 FRAME_PAD, FRAME_TITLE = 12, 18  # pixels around framed nodes, and the title band above them
 MARGIN = 30  # pixels between the canvas's edge and what Home and F frame
+MINIMAP_FRACTION, MINIMAP_PAD = 0.2, 12  # imnodes's default minimap size (a fraction of the editor's), plus its padding
 PASTE_OFFSET = (40.0, 40.0)  # pixels a paste or a duplicate lands from the copied nodes
 SHAPES = {"local": dpg.mvNode_PinShape_CircleFilled, "global": dpg.mvNode_PinShape_QuadFilled,
           "any": dpg.mvNode_PinShape_TriangleFilled}
@@ -39,6 +40,30 @@ def pin_shape(port):
     """Pose spaces are told apart by shape as well as colour; other signals are circles."""
     return SHAPES.get(port.space or "any", dpg.mvNode_PinShape_Circle) if port.signal == "pose" \
         else dpg.mvNode_PinShape_CircleFilled
+
+
+def minimap_rect(w, h):
+    """(x, y, w, h) in the node editor's pixels that its minimap may cover (imnodes: a fraction of the editor's
+    size, in the bottom-right corner), with a margin."""
+    mw, mh = MINIMAP_FRACTION * w + MINIMAP_PAD, MINIMAP_FRACTION * h + MINIMAP_PAD
+    return w - mw, h - mh, mw, mh
+
+
+def clear_of_minimap(rects, x0, y0, left, top, w, h):
+    """``(left, top)``, where the nodes' corner ``(x0, y0)`` is drawn, moved left or up (the lesser move) so that no
+    node of ``rects`` lies under the minimap, when that keeps the corner ``MARGIN`` inside; else unchanged."""
+    mx, my, _, _ = minimap_rect(w, h)
+    under = [(x - x0 + left, y - y0 + top, rw, rh) for x, y, rw, rh in rects.values()]
+    under = [(x, y, rw, rh) for x, y, rw, rh in under if x + rw > mx and y + rh > my]
+    if not under:
+        return left, top
+    dx = max(x + rw for x, _, rw, _ in under) - mx
+    dy = max(y + rh for _, y, _, rh in under) - my
+    moves = [m for m in ((dx, 0.0), (0.0, dy)) if left - m[0] >= MARGIN and top - m[1] >= MARGIN]
+    if not moves:
+        return left, top
+    sx, sy = min(moves, key=lambda m: m[0] + m[1])
+    return left - sx, top - sy
 
 
 class Canvas:
@@ -443,6 +468,7 @@ class Canvas:
         (w, h), (px, py) = self.size(), self.panning()
         left = (w - (x1 - x0)) / 2 if x1 - x0 + 2 * MARGIN <= w else MARGIN
         top = (h - (y1 - y0)) / 2 if y1 - y0 + 2 * MARGIN <= h else MARGIN
+        left, top = clear_of_minimap(rects, x0, y0, left, top, w, h)
         self.view = (round(left - px - x0), round(top - py - y0))  # grid = doc + view lands at screen origin + left
         self._place_items()
         return self.view

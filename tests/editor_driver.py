@@ -613,6 +613,29 @@ def canvas_habits(graph, out):
     r["frame_selected"] = [fx - ox, fy - oy, fw, fh]
     doc.undo()  # the far move
     r["view_no_edit"] = [doc.to_json() == text, len(doc.history) == steps_before]
+    # Ctrl+Space (the key handler's shortcut): the canvas takes the preview row's height; Home frames in it, clear of
+    # the minimap; Ctrl+Space again gives the height back.
+    from animgraph.editor.canvas import minimap_rect
+
+    r["max_h"] = [canvas.size()[1]]
+    editor.shortcut(dpg.mvKey_Spacebar, ctrl=True)
+    frames(editor, 3)
+    r["max_h"].append(canvas.size()[1])
+    r["max_preview_hidden"] = not dpg.is_item_shown("preview_row")
+    canvas.key(dpg.mvKey_Home)
+    frames(editor, 2)
+    (mx0, my0), (mw, mh) = canvas.origin(), canvas.size()
+    boxes = rects(canvas)
+    r["max_in_sight"] = [sum(mx0 <= x and x + bw <= mx0 + mw and my0 <= y and y + bh <= my0 + mh
+                             for x, y, bw, bh in boxes.values()), len(boxes)]
+    mini = minimap_rect(mw, mh)
+    mini = (mx0 + mini[0], my0 + mini[1], mini[2], mini[3])
+    r["max_under_minimap"] = sorted(k for k, b in boxes.items() if gap(b, mini) == 0)
+    shot(out / "canvas_maximized.png")
+    editor.shortcut(dpg.mvKey_Spacebar, ctrl=True)
+    frames(editor, 3)
+    r["max_h"].append(canvas.size()[1])
+    r["max_preview_back"] = dpg.is_item_shown("preview_row")
     shot(out / "canvas.png")
     editor.shutdown()
     print(json.dumps(r))

@@ -134,3 +134,32 @@ def test_node_rectangles_are_8_px_apart_in_the_window(measured, graph):
     if graph != "every_type":  # a new graph's nodes all start at (0, 0): only its arranged layout counts
         assert r["stored"] == [], f"{graph} as stored: closer than 8 px: {r['stored']}"
     assert r["arranged"] == [], f"{graph} after Arrange: closer than 8 px: {r['arranged']}"
+
+
+def test_ctrl_space_maximizes_the_canvas_and_home_keeps_nodes_clear_of_the_minimap(habits):
+    before, maximized, back = habits["max_h"]
+    from animgraph.editor.app import PREVIEW_HEIGHT
+
+    assert maximized >= before + PREVIEW_HEIGHT - 40, f"Ctrl+Space: the canvas went from {before} to {maximized} px"
+    assert habits["max_preview_hidden"] and habits["max_preview_back"], "the preview row was not hidden, then shown"
+    assert back == before, f"Ctrl+Space again left the canvas {back} px tall, not {before}"
+    shown, count = habits["max_in_sight"]
+    assert shown > 0 and count > 0
+    assert habits["max_under_minimap"] == [], f"Home put {habits['max_under_minimap']} under the minimap"
+
+
+def test_clear_of_minimap_moves_the_lesser_way_and_only_within_the_margin():
+    from animgraph.editor.canvas import MARGIN, clear_of_minimap, minimap_rect
+
+    w, h = 1000.0, 500.0
+    mx, my, mw, mh = minimap_rect(w, h)
+    assert (mx + mw, my + mh) == (w, h) and mw > 0.2 * w and mh > 0.2 * h
+    # A node 10 px into the minimap from above and 150 px from the left: moved up 10 (the lesser way).
+    rects = {"a": (0.0, 0.0, 100.0, 50.0), "b": (mx - 200.0 + 50.0, my - 100.0 + 10.0 - 40.0, 100.0, 40.0)}
+    left, top = 200.0, 100.0
+    assert clear_of_minimap(rects, 0.0, 0.0, left, top, w, h) == (left, top - 10.0)
+    # Nothing under it: unchanged.
+    assert clear_of_minimap({"a": (0.0, 0.0, 10.0, 10.0)}, 0.0, 0.0, left, top, w, h) == (left, top)
+    # Drawn from the margin, only a move past it would clear the minimap: unchanged.
+    far = {"c": (0.0, 0.0, w - 2 * MARGIN, h - 2 * MARGIN)}
+    assert clear_of_minimap(far, 0.0, 0.0, MARGIN, MARGIN, w, h) == (MARGIN, MARGIN)
