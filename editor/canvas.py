@@ -22,13 +22,13 @@ import dearpygui.dearpygui as dpg
 from animgraph.errors import AnimgraphError
 
 from . import layout, palette
+from .addmenu import AddMenu
+from .comments import CommentFrames
 from .document import EditError
 
 ERROR_TITLE = (170, 40, 40)
 POP_TITLE = (200, 120, 0)
 CHOSEN_TITLE = (60, 110, 170)
-FRAME_COLOUR, FRAME_FILL = (230, 200, 90, 255), (230, 200, 90, 28)
-FRAME_PAD, FRAME_TITLE = 12, 18  # pixels around framed nodes, and the title band above them
 MARGIN = 30  # pixels between the canvas's edge and what Home and F frame
 MINIMAP_FRACTION, MINIMAP_PAD = 0.2, 12  # imnodes's default minimap size (a fraction of the editor's), plus its padding
 PASTE_OFFSET = (40.0, 40.0)  # pixels a paste or a duplicate lands from the copied nodes
@@ -66,7 +66,7 @@ def clear_of_minimap(rects, x0, y0, left, top, w, h):
     return left - sx, top - sy
 
 
-class Canvas:
+class Canvas(AddMenu, CommentFrames):
     """A node canvas over ``owner.doc``: build(parent) once, then sync(problems) and poll() every frame."""
 
     def __init__(self, owner, name="graph"):
@@ -115,20 +115,8 @@ class Canvas:
         dpg.add_node_editor(parent=parent, tag=self.tag, width=width, height=height, minimap=True,
                             minimap_location=dpg.mvNodeMiniMap_Location_BottomRight,
                             callback=self.on_link, delink_callback=self.on_delink)
-        with dpg.window(tag=self.menu, show=False, no_title_bar=True, popup=True, width=240, height=300):
-            dpg.add_text("", tag=f"{self.menu}_title")
-            dpg.add_input_text(tag=self.menu_search, hint="search", width=-1,
-                               callback=lambda s, a: self._menu_filter(a))
-            dpg.add_listbox([], tag=self.menu_list, width=-1, num_items=14,
-                            callback=lambda s, a: self.add_from_menu(a))
-        with dpg.window(tag=self.pin_menu, show=False, no_title_bar=True, popup=True):
-            dpg.add_menu_item(label="add linked node...", tag=f"{self.pin_menu}_add",
-                              callback=lambda: self.open_menu(pin=self._pin_for_menu))
-        self._pin_for_menu = None
-        with dpg.window(tag=self.title_box, show=False, no_title_bar=True, popup=True, width=240):
-            dpg.add_text("comment frame title")
-            dpg.add_input_text(tag=self.title_box_text, width=-1, on_enter=True, callback=self.title_enter)
-        dpg.add_viewport_drawlist(front=True, tag=self.overlay)
+        self.build_menus()
+        self.build_title_box()
 
     # ------------------------------------------------------------ coordinates
 
@@ -215,11 +203,14 @@ class Canvas:
             size = layout.estimate_size(node_type, node_type, (), ())
         return layout.free_spot(self.rects(), size, want, within=self.visible())
 
+    def spot_in_sight(self):
+        """The document position ``MARGIN`` inside the visible area's top-left corner."""
+        x, y, _, _ = self.visible()
+        return x + MARGIN, y + MARGIN
+
     def add_node(self, node_type, at=None):
         """Add a node: at document position ``at`` (the cursor), else in free space in sight; never on another."""
-        if at is None:
-            x, y, _, _ = self.visible()
-            at = (x + MARGIN, y + MARGIN)
+        at = self.spot_in_sight() if at is None else at
         ok, nid = self.act("add_node", node_type, pos=self.place(node_type, at))
         if ok:
             self.select([nid])
@@ -334,110 +325,6 @@ class Canvas:
         x1, y1 = max(b[0] + b[2] for b in boxes), max(b[1] + b[3] for b in boxes)
         x, y = layout.free_spot(rects, (x1 - x0, y1 - y0), (x0 + PASTE_OFFSET[0], y0 + PASTE_OFFSET[1]))
         return x - x0, y - y0
-
-    def comment_selected(self, title=None):
-        """A titled comment frame around the selected nodes (stored under ``editor`` in the file; one undo step);
-        without ``title``, a box asks for it first."""
-        ids = self.selection()
-        if not ids:
-            self.owner.status("select the nodes to frame first", error=True)
-            return None
-        if title is None:
-            self._framing = ids
-            dpg.set_value(self.title_box_text, "comment")
-            x, y = dpg.get_mouse_pos(local=False)
-            dpg.configure_item(self.title_box, pos=[int(x), int(y)], show=True)
-            dpg.focus_item(self.title_box_text)
-            return None
-        ok, k = self.act("add_comment", title, ids)
-        if ok:
-            self.owner.status(f"framed {len(ids)} nodes as {title!r}")
-        return k if ok else None
-
-    def title_enter(self):
-        """Enter (or OK) in the comment title box: frame the nodes it was opened for with the typed title."""
-        dpg.hide_item(self.title_box)
-        ids, self._framing = self._framing, None
-        if ids:
-            self.chosen = set(ids)
-            return self.comment_selected(dpg.get_value(self.title_box_text).strip() or "comment")
-        return None
-
-    # ------------------------------------------------------------ add menu
-
-    def open_menu(self, at=None, pin=None):
-        """The searchable add menu at the mouse (``at``: screen point); ``pin`` (ref, kind): only node types with a
-        fitting port, the new node linked to it."""
-        at = at if at is not None else dpg.get_mouse_pos(local=False)
-        self.menu_at, self.menu_pin = self.to_doc(at), pin
-        dpg.hide_item(self.pin_menu)
-        title = f"add a node linked to {pin[0]}" if pin else "add a node"
-        dpg.set_value(f"{self.menu}_title", title)
-        dpg.set_value(self.menu_search, "")
-        self._menu_filter("")
-        dpg.configure_item(self.menu, pos=[int(at[0]), int(at[1])], show=True)
-        dpg.focus_item(self.menu_search)
-
-    def menu_choices(self, text):
-        """Node types the add menu lists for search ``text`` (with its pin, only the linkable ones)."""
-        hits = palette.search(text) if text.strip() else sorted(palette.search(""))
-        if self.menu_pin is not None:
-            fits = {t for t, _, _ in self.doc.linkable(*self.menu_pin)}
-            hits = [t for t in hits if t in fits]
-        return hits
-
-    def _menu_filter(self, text):
-        self.menu_types = self.menu_choices(text)
-        dpg.configure_item(self.menu_list, items=self.menu_types)
-        dpg.set_value(self.menu_list, self.menu_types[0] if self.menu_types else "")
-
-    def menu_enter(self):
-        """Enter in the add menu: add the highlighted type."""
-        choice = dpg.get_value(self.menu_list)
-        if choice in self.menu_types:
-            self.add_from_menu(choice)
-
-    def add_from_menu(self, node_type):
-        """Add ``node_type`` where the menu was opened (linked to its pin, if any), and close the menu."""
-        dpg.hide_item(self.menu)
-        want = self.menu_at
-        if want is None:  # no menu was opened at a point: in sight
-            x, y, _, _ = self.visible()
-            want = (x + MARGIN, y + MARGIN)
-        if self.menu_pin is None:
-            return self.add_node(node_type, want)
-        ref, kind = self.menu_pin
-        ok, nid = self.act("add_linked", node_type, ref, kind, self.place(node_type, want))
-        if ok:
-            self.select([nid])
-            self.owner.status(f"added {node_type} node {nid!r} linked to {ref}")
-        return nid
-
-    def on_right_click(self, at=None):
-        """A right click: on a pin, its menu (add linked node...); on the canvas, the add menu at the mouse."""
-        at = at if at is not None else dpg.get_mouse_pos(local=False)
-        pin = self.pin_at(at)
-        if pin is not None:
-            return self.open_pin_menu(*pin, at)
-        if any(_inside(at, r) for r in self.rects(screen=True).values()):
-            return None
-        return self.open_menu(at)
-
-    def pin_at(self, at):
-        """(ref, kind) of the pin whose line holds screen point ``at`` (items in a node report no hover), or None."""
-        for attr, (nid, port, kind) in self.pins.items():
-            for line in dpg.get_item_children(attr, 1):
-                state = dpg.get_item_state(line)
-                if "rect_min" not in state:  # the pin's tooltip
-                    continue
-                (x, y), (w, h) = state["rect_min"], state["rect_size"]
-                if _inside(at, (x - 12, y, w + 24, h)):  # and the pin's circle beside it
-                    return f"{nid}.{port}", kind
-        return None
-
-    def open_pin_menu(self, ref, kind, at):
-        self._pin_for_menu = (ref, kind)
-        dpg.configure_item(self.pin_menu, pos=[int(at[0]), int(at[1])], show=True)
 
     # ------------------------------------------------------------ arrange, framing
 
@@ -623,32 +510,4 @@ class Canvas:
                 self._place_items()
         self.draw_frames()
 
-    def draw_frames(self):
-        """Each comment frame around its nodes' drawn rectangles, its title above them (a front drawlist: the node
-        editor draws nothing of ours behind its nodes)."""
-        dpg.delete_item(self.overlay, children_only=True)
-        self.frames = []
-        if not dpg.is_item_shown(self.tag):
-            return
-        rects = self.rects(screen=True)
-        (ox, oy), (w, h) = self.origin(), self.size()
-        for frame in self.doc.comments():
-            boxes = [rects[n] for n in frame["nodes"] if n in rects and rects[n][2] > 0]
-            if not boxes:
-                continue
-            x0 = min(b[0] for b in boxes) - FRAME_PAD
-            y0 = min(b[1] for b in boxes) - FRAME_PAD - FRAME_TITLE
-            x1 = max(b[0] + b[2] for b in boxes) + FRAME_PAD
-            y1 = max(b[1] + b[3] for b in boxes) + FRAME_PAD
-            x0, y0, x1, y1 = max(x0, ox), max(y0, oy), min(x1, ox + w), min(y1, oy + h)  # not over other panes
-            if x1 <= x0 or y1 <= y0:
-                continue
-            dpg.draw_rectangle((x0, y0), (x1, y1), color=FRAME_COLOUR, fill=FRAME_FILL, thickness=2,
-                               parent=self.overlay)
-            dpg.draw_text((x0 + 6, y0 + 2), frame["title"], color=FRAME_COLOUR, size=15, parent=self.overlay)
-            self.frames.append((frame["title"], (x0, y0, x1, y1)))
 
-
-def _inside(point, rect):
-    x, y, w, h = rect
-    return x <= point[0] < x + w and y <= point[1] < y + h
