@@ -37,7 +37,7 @@ import tempfile
 import time
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from .poseops import fk_kernel
 

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from .errors import BVHError
 from .fileio import atomic_write_text

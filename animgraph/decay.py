@@ -20,7 +20,7 @@ it would give rates (and offset velocities) that overflow to inf and then to NaN
 
 import math
 
-from numba import njit
+from animgraph.jit import njit
 
 from .maths import from_scaled_angle_axis, qmul, vadd, vexp, vmul, vscale
 

@@ -32,7 +32,7 @@ valid one kept): the lane tiles (``lanes_ik``, float32) inline the same function
 """
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from .kernels import joint_global, joint_global_below, set_rotation_under
 from .maths import (

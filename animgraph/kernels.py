@@ -15,7 +15,9 @@ Getters return float64 tuples (``np.float64``, not ``float()``: see ``animgraph.
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import types
+
+from animgraph.jit import njit
 from numba.extending import overload
 
 from .maths import kdiv, kidentity, kmul, load_kform, store3, store4

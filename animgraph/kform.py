@@ -5,7 +5,7 @@ vel ang svl`` (a ``Pose``, say) of matching leading shape and return a ``Pose``.
 """
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from .maths import kdiv, kinv, kmul, load_kform, store_kform
 from .pose import FIELDS, Pose, numbers

@@ -14,7 +14,7 @@ and stays scalar), float32 constants (a Python float literal promotes the sum to
 """
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.maths import kmul
 from animgraph.pose import Pose

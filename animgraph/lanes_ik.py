@@ -11,7 +11,7 @@ the end joint only, into scratch (never read and written in the same lane loop).
 """
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.ik import hip_swing, knee_turn
 from animgraph.lanes import ANG, JOINT, LANES, ROT, copy_joint, kmul_joint, load_lane, store_lane3, store_lane4

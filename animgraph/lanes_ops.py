@@ -22,7 +22,7 @@ scalar, so the rotation maths is polynomial:
 import math
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.lanes import ANG, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, store_lane3, store_lane4
 from animgraph.kernels import basis, keys, segment

@@ -22,7 +22,9 @@ import math
 import sys
 
 import numpy as np
-from numba import njit, types
+from numba import types
+
+from animgraph.jit import njit
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 

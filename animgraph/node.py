@@ -93,7 +93,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import GraphError

@@ -10,7 +10,7 @@ a joint in that order (pos, vel, rot, rot rate, log scale, its rate).  Used by t
 Below, whole poses: recording the offsets of a transition and applying them decayed.
 """
 
-from numba import njit
+from animgraph.jit import njit
 
 from .decay import cubic_weights, decay3, decay_weights, kform_extrapolate
 from .kernels import copy_pose, get3, put3

@@ -20,7 +20,7 @@ local side ``ref.rot^-1 pose.rot``, with the matching angular velocities.
 """
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from .kernels import flat_pose, row_kform, set_row_kform
 from .maths import (

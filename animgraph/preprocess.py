@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from .maths import load4, qrot, qslerp, store3, store4
 from .names import mirror_indices

@@ -23,7 +23,7 @@ So the answer is still brute's (``test_a_nan_feature_skips_no_other_frame``).
 """
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 SMALL = 16  # frames per small box
 LARGE = 64  # frames per large box: a whole number of small boxes

@@ -21,7 +21,7 @@ between them).  Measured for 1000 characters of 65 joints: 1.0 us a character ag
 read whole).
 """
 
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.lanes import ANG, JOINT, LANES, POS, ROT, SCL, SVL, VEL
 from animgraph.views import flat

@@ -13,7 +13,9 @@ read) with numba overloads for compiled code; ``alive`` is a small compiled func
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import njit, types
+from numba import types
+
+from animgraph.jit import njit
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload

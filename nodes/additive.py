@@ -14,7 +14,7 @@ local side ``ref.rot^-1 pose.rot``, with the matching angular velocities.
 import math
 from typing import Literal
 
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.poseops import additive_kernel, difference_kernel  # the formulas (module docstring there)

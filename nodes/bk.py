@@ -5,7 +5,7 @@ Each joint's local kineform is ``kdiv(parent_global, global)``, exact at any sca
 
 from typing import Literal
 
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.maths import kdiv, load_kform, store_kform
 from animgraph.node import DB_PARENTS, Node, Port, port_indices, register, slot

@@ -18,7 +18,7 @@ the others are then re-done one by one by ``maths.blend_kform`` in float64 (``bl
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.kernels import row3, row3_64, row4_64, set_row3, set_row4, weight_input

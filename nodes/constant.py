@@ -8,7 +8,7 @@ scales) or one frame of a clip asset.  Its values live in the parameters, so
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, model_validator
 
 from animgraph.errors import GraphError

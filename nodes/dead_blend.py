@@ -36,7 +36,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.decay import coast, halflife_rate, kform_extrapolate
 from animgraph.maths import (

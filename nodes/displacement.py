@@ -38,7 +38,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.args import node_model, signal_pair

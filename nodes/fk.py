@@ -6,7 +6,7 @@ Each joint's global kineform is its parent's global kineform times its local one
 
 from typing import Literal
 
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.lanes import fk_tile as fk_lanes, tile_slot
 from animgraph.poseops import fk_kernel  # the formula, shared with clip preparation

@@ -44,7 +44,7 @@ import math
 from typing import List, Literal, Optional
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, ValidationError, field_validator
 
 from animgraph.args import check_axis, check_chain, joint_index, skeleton_parents

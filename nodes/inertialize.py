@@ -28,7 +28,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.kernels import KFORM, copy_pose, state_pose

@@ -23,7 +23,7 @@ import math
 from typing import ClassVar, Literal, Optional
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, model_validator
 
 from animgraph.decay import spring_decay

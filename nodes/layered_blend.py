@@ -11,7 +11,7 @@ rate ``α' m_j``, so every velocity is exact and joints outside every branch are
 from typing import List, Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import BaseModel, ConfigDict, Field
 
 from animgraph.args import broadcast_poses, check_scales, weights

@@ -16,7 +16,7 @@ pose as is; a target straight behind turns half way round (velocity zero there).
 
 from typing import Literal
 
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, field_validator
 
 from animgraph.args import check_axis, joint_index, per_item, skeleton_parents

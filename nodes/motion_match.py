@@ -30,7 +30,7 @@ import math
 from typing import List, Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.errors import GraphError

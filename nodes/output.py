@@ -26,7 +26,7 @@ A signal output copies its input.
 from typing import ClassVar, Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 
 from animgraph.kernels import copy_pose, read3, write3
 from animgraph.lanes import tile_slot

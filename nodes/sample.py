@@ -46,7 +46,7 @@ import math
 from typing import ClassVar, Literal, Optional
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.maths import (

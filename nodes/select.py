@@ -12,7 +12,7 @@ import math
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, model_validator
 
 from animgraph.kernels import copy_pose

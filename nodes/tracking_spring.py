@@ -37,7 +37,7 @@ import math
 from typing import Literal, Optional
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, ValidationError
 
 from animgraph.decay import decay3, halflife_rate, two_rate_weights

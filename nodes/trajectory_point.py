@@ -11,7 +11,7 @@ head looking at it never points at itself.
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field
 
 from animgraph.args import node_model

@@ -8,7 +8,7 @@ there), weighted by ``weight`` with its rate.
 from typing import Literal
 
 import numpy as np
-from numba import njit
+from animgraph.jit import njit
 from pydantic import Field, field_validator
 
 from animgraph.args import check_axis, check_chain, joint_index, per_item, skeleton_parents
