@@ -57,6 +57,15 @@ class AddMenu:
         dpg.configure_item(self.menu_list, items=self.menu_types)
         dpg.set_value(self.menu_list, self.menu_types[0] if self.menu_types else "")
 
+    def menu_move(self, step):
+        """Up/Down in the add menu's search: highlight the listed type ``step`` rows on (clamped at the ends)."""
+        if not self.menu_types:
+            return None
+        now = dpg.get_value(self.menu_list)
+        i = self.menu_types.index(now) + step if now in self.menu_types else 0
+        dpg.set_value(self.menu_list, self.menu_types[min(max(i, 0), len(self.menu_types) - 1)])
+        return dpg.get_value(self.menu_list)
+
     def menu_enter(self):
         """Enter in the add menu: add the highlighted type."""
         choice = dpg.get_value(self.menu_list)

@@ -323,6 +323,13 @@ class Editor:
             elif dpg.is_item_shown(self.canvas.menu):
                 self.canvas.menu_enter()
             return  # (the comment title box takes its Enter itself)
+        if key in (dpg.mvKey_Up, dpg.mvKey_Down):  # walk the matches while typing a search, as in Blender's menus
+            step = 1 if key == dpg.mvKey_Down else -1
+            if dpg.is_item_focused("palette_search"):
+                self.graph_view.move_highlight(step)
+            elif dpg.is_item_shown(self.canvas.menu):
+                self.canvas.menu_move(step)
+            return
         typing = dpg.is_item_focused("palette_search") or self.canvas.typing()
         if not typing and self.canvas.hovered() and self.canvas.key(key, ctrl, shift):
             return  # the canvas's keys act where the mouse is on the canvas, so typing in a field stays typing

@@ -62,6 +62,17 @@ class GraphView:
                 self._themes["highlight"] = theme
             dpg.bind_item_theme(f"palette_{node_type}", self._themes["highlight"])
 
+    def move_highlight(self, step):
+        """Up/Down in the palette's search: highlight the shown type ``step`` buttons on (clamped at the ends)."""
+        text = dpg.get_value("palette_search") or ""
+        hits = set(palette.search(text)) if text.strip() else None
+        shown = [t for types in palette.groups().values() for t in types if hits is None or t in hits]
+        if not shown:
+            return None
+        i = shown.index(self.highlighted) + step if self.highlighted in shown else 0
+        self.highlight(shown[min(max(i, 0), len(shown) - 1)])
+        return self.highlighted
+
     def palette_enter(self):
         """Enter in the palette's search: add the highlighted node type (into free space in sight)."""
         if self.highlighted is None:

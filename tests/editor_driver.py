@@ -453,6 +453,15 @@ def canvas_habits(graph, out):
     steps(editor, pointer, [empty], 3)
     r["menu_shown"] = dpg.is_item_shown(canvas.menu)
     r["menu_at"] = list(dpg.get_item_pos(canvas.menu))
+    call(canvas.menu_search, "blend")
+    frames(editor, 1)
+    listed = list(dpg.get_item_configuration(canvas.menu_list)["items"])
+    walk = [dpg.get_value(canvas.menu_list)]
+    for key in (dpg.mvKey_Down, dpg.mvKey_Up, dpg.mvKey_Up):
+        editor._on_key(None, key)
+        frames(editor, 1)
+        walk.append(dpg.get_value(canvas.menu_list))
+    r["menu_arrows"] = [listed, walk]
     call(canvas.menu_search, "dead")
     frames(editor, 1)
     r["menu_items"] = list(canvas.menu_types)
@@ -476,6 +485,20 @@ def canvas_habits(graph, out):
     dpg.focus_item("palette_search")
     frames(editor, 2)
     r["palette_focused"] = dpg.is_item_focused("palette_search")
+    # Up/Down while typing: the highlight walks the shown buttons from top to bottom (as drawn), clamped at the ends.
+    call("palette_search", "blend")
+    frames(editor, 2)
+    buttons = [item for item in dpg.get_all_items() if str(dpg.get_item_alias(item)).startswith("palette_")
+               and dpg.get_item_type(item) == "mvAppItemType::mvButton" and dpg.is_item_visible(item)]
+    drawn = [dpg.get_item_user_data(b) for b in sorted(buttons, key=lambda b: dpg.get_item_rect_min(b)[1])]
+    walk = [editor.graph_view.highlighted]
+    for key in (dpg.mvKey_Down, dpg.mvKey_Down, dpg.mvKey_Up, dpg.mvKey_Up, dpg.mvKey_Up):
+        editor._on_key(None, key)
+        frames(editor, 1)
+        walk.append(editor.graph_view.highlighted)
+    r["palette_arrows"] = [drawn, walk]
+    call("palette_search", "inertial")
+    frames(editor, 1)
     r["palette_steps"] = undo_steps(doc, lambda: editor._on_key(None, dpg.mvKey_Return))
     frames(editor, 2)
     r["palette_added"] = len(doc.graph.nodes) - count

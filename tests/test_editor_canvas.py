@@ -163,3 +163,13 @@ def test_clear_of_minimap_moves_the_lesser_way_and_only_within_the_margin():
     # Drawn from the margin, only a move past it would clear the minimap: unchanged.
     far = {"c": (0.0, 0.0, w - 2 * MARGIN, h - 2 * MARGIN)}
     assert clear_of_minimap(far, 0.0, 0.0, MARGIN, MARGIN, w, h) == (MARGIN, MARGIN)
+
+
+def test_up_and_down_walk_the_matches_of_the_palette_and_the_add_menu(habits):
+    drawn, walk = habits["palette_arrows"]
+    assert len(drawn) >= 3 and walk[0] in drawn, f"palette buttons shown for 'blend': {drawn}"
+    i = drawn.index(walk[0])
+    at = lambda k: drawn[min(max(k, 0), len(drawn) - 1)]  # noqa: E731
+    assert walk[1:] == [at(i + 1), at(i + 2), at(i + 1), at(i), at(i - 1)], f"drawn {drawn}, walked {walk}"
+    listed, walk = habits["menu_arrows"]
+    assert len(listed) >= 2 and walk == [listed[0], listed[1], listed[0], listed[0]], f"listed {listed}, walked {walk}"
