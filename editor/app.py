@@ -93,6 +93,7 @@ class Editor:
         with dpg.handler_registry():
             dpg.add_key_press_handler(callback=self._on_key)
             dpg.add_mouse_click_handler(button=dpg.mvMouseButton_Right, callback=self._on_right_click)
+            dpg.add_mouse_double_click_handler(button=dpg.mvMouseButton_Left, callback=self._on_double_click)
         dpg.set_exit_callback(self.request_close)
         dpg.setup_dearpygui()
         dpg.show_viewport()
@@ -344,6 +345,10 @@ class Editor:
         dpg.configure_item("preview_row", show=not self.maximized)
         dpg.configure_item(self.canvas.tag, height=-1 if self.maximized else -PREVIEW_HEIGHT)
         dpg.set_value("maximize_item", self.maximized)
+
+    def _on_double_click(self):
+        if self.canvas.hovered() and not self.canvas.typing():
+            self.canvas.on_double_click()
 
     def _on_right_click(self):
         if self.canvas.hovered() and not self.canvas.typing():

@@ -94,6 +94,8 @@ class Canvas(AddMenu, CommentFrames):
         self.menu_pin = None  # (ref, kind) the add menu links a new node to, or None
         self.menu_types = []
         self.frames = []  # (title, (x0, y0, x1, y1)) of each comment frame as drawn, screen pixels
+        self.frame_index = []  # the document's index of each frame in ``frames``
+        self._retitling = None  # index of the frame the open title box retitles (None: a new frame)
         self._themes = {}
         self._pan = None
         self._placed = {}  # node id -> grid position the canvas last gave its item

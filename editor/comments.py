@@ -11,14 +11,47 @@ FRAME_PAD, FRAME_TITLE = 12, 18  # pixels around framed nodes, and the title ban
 
 
 class CommentFrames:
-    """C over the canvas: a titled frame round the selection (``Canvas``'s part)."""
+    """C over the canvas: a titled frame round the selection; a double click on its title retitles or removes it
+    (``Canvas``'s part)."""
 
     def build_title_box(self):
         """The box asking a new comment frame's title, and the front drawlist the frames are drawn on."""
         with dpg.window(tag=self.title_box, show=False, no_title_bar=True, popup=True, width=240):
             dpg.add_text("comment frame title")
             dpg.add_input_text(tag=self.title_box_text, width=-1, on_enter=True, callback=self.title_enter)
+            dpg.add_button(label="remove frame", tag=f"{self.title_box}_remove", small=True, show=False,
+                           callback=lambda: self.remove_retitled())
         dpg.add_viewport_drawlist(front=True, tag=self.overlay)
+
+    def _ask_title(self, text, retitle=None):
+        """Open the title box at the mouse with ``text``; for an existing frame (``retitle``) it also offers removal."""
+        self._retitling = retitle
+        dpg.set_value(self.title_box_text, text)
+        dpg.configure_item(f"{self.title_box}_remove", show=retitle is not None)
+        x, y = dpg.get_mouse_pos(local=False)
+        dpg.configure_item(self.title_box, pos=[int(x), int(y)], show=True)
+        dpg.focus_item(self.title_box_text)
+
+    def frame_at(self, at):
+        """The document index of the comment frame whose title band holds screen point ``at``, or None."""
+        for k, (_, (x0, y0, x1, _)) in zip(self.frame_index, self.frames):
+            if x0 <= at[0] < x1 and y0 <= at[1] < y0 + FRAME_PAD + FRAME_TITLE:
+                return k
+        return None
+
+    def on_double_click(self, at=None):
+        """A double click on a frame's title (Unreal's comment habit): a box to retitle or remove it."""
+        at = at if at is not None else dpg.get_mouse_pos(local=False)
+        k = self.frame_at(at)
+        if k is not None:
+            self._ask_title(self.doc.comments()[k]["title"], retitle=k)
+        return k
+
+    def remove_retitled(self):
+        """The title box's "remove frame": the frame goes (its nodes stay); one undo step."""
+        dpg.hide_item(self.title_box)
+        k, self._retitling = self._retitling, None
+        return self.act("remove_comment", k)[0] if k is not None else False
 
     def comment_selected(self, title=None):
         """A titled comment frame around the selected nodes (stored under ``editor`` in the file; one undo step);
@@ -29,10 +62,7 @@ class CommentFrames:
             return None
         if title is None:
             self._framing = ids
-            dpg.set_value(self.title_box_text, "comment")
-            x, y = dpg.get_mouse_pos(local=False)
-            dpg.configure_item(self.title_box, pos=[int(x), int(y)], show=True)
-            dpg.focus_item(self.title_box_text)
+            self._ask_title("comment")
             return None
         ok, k = self.act("add_comment", title, ids)
         if ok:
@@ -42,6 +72,10 @@ class CommentFrames:
     def title_enter(self):
         """Enter (or OK) in the comment title box: frame the nodes it was opened for with the typed title."""
         dpg.hide_item(self.title_box)
+        if self._retitling is not None:
+            k, self._retitling = self._retitling, None
+            title = dpg.get_value(self.title_box_text).strip() or "comment"
+            return k if self.act("set_comment_title", k, title)[0] else None
         ids, self._framing = self._framing, None
         if ids:
             self.chosen = set(ids)
@@ -52,12 +86,12 @@ class CommentFrames:
         """Each comment frame around its nodes' drawn rectangles, its title above them (a front drawlist: the node
         editor draws nothing of ours behind its nodes)."""
         dpg.delete_item(self.overlay, children_only=True)
-        self.frames = []
+        self.frames, self.frame_index = [], []
         if not dpg.is_item_shown(self.tag):
             return
         rects = self.rects(screen=True)
         (ox, oy), (w, h) = self.origin(), self.size()
-        for frame in self.doc.comments():
+        for k, frame in enumerate(self.doc.comments()):
             boxes = [rects[n] for n in frame["nodes"] if n in rects and rects[n][2] > 0]
             if not boxes:
                 continue
@@ -72,3 +106,4 @@ class CommentFrames:
                                parent=self.overlay)
             dpg.draw_text((x0 + 6, y0 + 2), frame["title"], color=FRAME_COLOUR, size=15, parent=self.overlay)
             self.frames.append((frame["title"], (x0, y0, x1, y1)))
+            self.frame_index.append(k)

@@ -604,6 +604,20 @@ def canvas_habits(graph, out):
         return True
 
     r["comment_drawn"] = [[t, encloses(f)] for t, f in canvas.frames]
+    # A double click on the frame's title band: a box with its title; Enter retitles, "remove frame" removes it
+    # (each one undo step, undone here).
+    x0, y0, x1, _ = canvas.frames[0][1]
+    r["retitle_opened"] = [canvas.on_double_click((x0 + 8, y0 + 4)), dpg.is_item_shown(canvas.title_box),
+                           dpg.get_value(canvas.title_box_text), canvas.on_double_click((x1 + 40, y0 + 4))]
+    dpg.set_value(canvas.title_box_text, "renamed")
+    r["retitle_steps"] = undo_steps(doc, lambda: call(canvas.title_box_text, "renamed"))
+    r["retitled"] = [f["title"] for f in doc.comments()]
+    doc.undo()
+    canvas.on_double_click((x0 + 8, y0 + 4))
+    r["remove_steps"] = undo_steps(doc, lambda: call(f"{canvas.title_box}_remove"))
+    r["removed"] = [doc.comments(), [n.id for n in doc.graph.nodes if n.id in pasted] == pasted]
+    doc.undo()
+    frames(editor, 2)
     before_frame = canvas.frames[0][1] if canvas.frames else None
     # A node move (a drag of the selection: imnodes moves every selected node): one undo step for them all.
     for nid in pasted:

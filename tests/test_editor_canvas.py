@@ -173,3 +173,12 @@ def test_up_and_down_walk_the_matches_of_the_palette_and_the_add_menu(habits):
     assert walk[1:] == [at(i + 1), at(i + 2), at(i + 1), at(i), at(i - 1)], f"drawn {drawn}, walked {walk}"
     listed, walk = habits["menu_arrows"]
     assert len(listed) >= 2 and walk == [listed[0], listed[1], listed[0], listed[0]], f"listed {listed}, walked {walk}"
+
+
+def test_a_double_click_on_a_frame_title_retitles_or_removes_it(habits):
+    index, shown, text, elsewhere = habits["retitle_opened"]
+    assert index == 0 and shown and text == "pasted", habits["retitle_opened"]
+    assert elsewhere is None, "a double click beside the frame opened it"
+    assert habits["retitle_steps"] == 1 and habits["retitled"] == ["renamed"], habits["retitled"]
+    frames, nodes_kept = habits["removed"]
+    assert habits["remove_steps"] == 1 and frames == [] and nodes_kept, habits["removed"]
