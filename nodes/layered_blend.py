@@ -12,18 +12,16 @@ from typing import List, Literal
 
 import numpy as np
 from animgraph.jit import njit
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from animgraph.args import broadcast_poses, check_scales, weights
+from animgraph.branches import MAX_BRANCHES, Branch, branch_mask, mask_weights
 from animgraph.kernels import weight_input
-from animgraph.limits import JointName, unit_field
+from animgraph.limits import unit_field
 from animgraph.maths import blend_kform, load_kform, store_kform
 from animgraph.node import Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.stencil import stencil
-
-MAX_BRANCHES = 64
-MAX_DEPTH = 64
 
 INPUTS = (
     Port("base", "pose", "any", "pose everywhere outside the branches"),
@@ -51,32 +49,6 @@ def layered_blend_node(ins, outs, par, st, pose, sig, db, dt):
                          slot(pose, outs[OUT.pose]))
 
 
-class Branch(BaseModel):
-    """One branch of the mask: a joint and everything below it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    joint: JointName = Field(description="root joint of the branch (name or index)")
-    weight: float = unit_field(1.0, "weight of the layer on this branch")
-    depth: int = Field(0, ge=0, le=MAX_DEPTH, description=f"levels below the root over which the weight ramps in "
-                                                          f"[0, {MAX_DEPTH}]")
-
-
-def mask_weights(parents, branches):
-    """Per-joint mask weights (J,) in [0, 1] from ``(root joint index, weight, depth)`` branches (``parents[j] < j``)."""
-    parents = np.asarray(parents)
-    mask = np.zeros(len(parents))
-    for root, weight, depth in branches:
-        level = np.full(len(parents), -1)
-        level[root] = 0
-        for j in range(root + 1, len(parents)):
-            if parents[j] >= 0 and level[parents[j]] >= 0:
-                level[j] = level[parents[j]] + 1
-        inside = level >= 0
-        mask[inside] = np.maximum(mask[inside], weight * np.minimum(1.0, (level[inside] + 1) / (depth + 1)))
-    return mask
-
-
 @register(layered_blend_node)
 class LayeredBlend(Node):
     """Blend a layer pose over chosen branches of the skeleton, ramping in over a depth; the rest stays the base."""
@@ -93,8 +65,7 @@ class LayeredBlend(Node):
 
     def params(self, ctx):
         """The per-joint mask (plan time: joint names to weights)."""
-        roots = [(ctx.joint(self, "branches", b.joint), b.weight, b.depth) for b in self.branches]
-        return mask_weights(ctx.skeleton.parents, roots)
+        return branch_mask(ctx, self, "branches", self.branches)
 
 
 def layered_blend(base, layer, mask, alpha=1.0, alpha_vel=0.0):

@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import REGISTRY
-from animgraph.nodes.layered_blend import LayeredBlend, mask_weights
+from animgraph.branches import mask_weights
+from animgraph.nodes.layered_blend import LayeredBlend
 from fdcheck import central_fd, check_fd32, random_pose, same_rot
 
 FIELDS = ("pos", "rot", "scl", "vel", "ang", "svl")
