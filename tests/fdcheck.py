@@ -87,3 +87,30 @@ def random_pose(rng, joints, batch=(), speed=1.0):
         rng.normal(size=shape + (3,)) * speed,
         rng.normal(size=shape + (3,)) * speed * 0.3,
     )
+
+
+def world_velocity_errors(step, parents, h):
+    """Whole-graph check: relative errors of the world velocities of a pose output against 5-point central
+    differences of its world positions (and of its rotations, for the angular velocities).
+
+    ``step(h)`` advances the instance by ``h`` s and returns the output pose; it is called six times
+    and the last five frames are the stencil (nodes count a frame's dt either as the step since
+    the last frame or as the step to the next: only frames after two steps of h are evenly spaced
+    for both).  Returns per joint ``(|fd - v| / (1 + |fd|), the same for angular velocity)``, as
+    ``animgraph verify`` measures them.
+    """
+    from animgraph import ops
+
+    frames = []
+    for k in range(6):
+        out = step(h)
+        if k >= 1:
+            g = ops.fk(out, parents)
+            frames.append(tuple(np.asarray(getattr(g, f), np.float64) for f in ("pos", "vel", "rot", "ang")))
+    pos, vel, rot, ang = (np.stack([f[i] for f in frames]) for i in range(4))
+    fd = (pos[0] - 8 * pos[1] + 8 * pos[3] - pos[4]) / (12 * h)
+    err = np.linalg.norm(fd - vel[2], axis=-1) / (1 + np.linalg.norm(fd, axis=-1))
+    r = [rotvec(qmul(rot[k], qconj(rot[2]))) for k in range(5)]
+    fd_ang = (r[0] - 8 * r[1] + 8 * r[3] - r[4]) / (12 * h)
+    err_ang = np.linalg.norm(fd_ang - ang[2], axis=-1) / (1 + np.linalg.norm(fd_ang, axis=-1))
+    return err, err_ang
