@@ -168,11 +168,12 @@ def _pack(cls, **values):
 
 CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
 # Kinds of fields that are more than a number, for generated editor widgets.
-FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches", "tags")
+FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches", "tags", "text")
 # joint(s): names or indices in the graph's skeleton; clip: an asset name; axis: a direction
 # vec3 (or three numbers, as the controller's offsets); enum: one of a Literal's strings;
 # signal: a signal kind; value: a value of the node's signal kind (number, vec3, quat, bool,
-# trajectory); branches: a list of {joint, weight, depth}; tags: a list of words (motion_match's clip filters).
+# trajectory); branches: a list of models ({joint, weight, depth}, a machine's states); tags: a list of words
+# (motion_match's clip filters); text: a name, free text (a state machine's start state).
 
 # The trajectory signal's blocks (module docstring): positions (x, z) and facings (x, z) of the 3
 # future points, then their rates; ``sig[at + TRAJECTORY.facing + 2 * k]`` is point k's facing x.
