@@ -30,7 +30,7 @@ the planner's next step (``animgraph.exclusive`` finds the nodes a state owns).
 from __future__ import annotations
 
 import math
-from typing import List, Literal, Optional
+from typing import ClassVar, List, Literal, Optional
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -176,6 +176,7 @@ class Transition(BaseModel):
     """A transition: from a state (or "any"), to a state, when a condition holds, inertialized over ``duration``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    FIELD_KINDS: ClassVar[dict] = {"source": "state_or_any", "to": "state"}
 
     source: str = Field(alias="from", description='the state it leaves, or "any" (every state but its target)')
     to: str = Field(description="the state it enters")
@@ -199,9 +200,10 @@ class StateMachine(Node):
     jump_duration: float = seconds_field(0.25, "travel's transition when no path leads to its state")
 
     CATEGORY = "transitions"
-    FIELD_KINDS = {"start": "text", "states": "branches", "transitions": "branches"}
-    EXAMPLE = {"start": "a", "states": [{"name": "a"}, {"name": "b"}],
-               "transitions": [{"from": "a", "to": "b", "when": "go"}, {"from": "b", "to": "a", "when": "back"}]}
+    FIELD_KINDS = {"start": "state", "states": "branches", "transitions": "branches"}
+    EXAMPLE = {"start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+               "transitions": [{"from": "a", "to": "b", "when": "speed", "above": 0.5},
+                               {"from": "b", "to": "a", "when": "speed", "below": 0.5}]}
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -238,6 +240,27 @@ class StateMachine(Node):
             if t.above is not None and t.below is not None and not t.above < t.below:
                 raise ValueError(f"{where}: above {t.above:g} must be below below {t.below:g}")
         return self
+
+    @classmethod
+    def follow_edit(cls, old, new):
+        """A state renamed in the editor: ``start``, the transitions and the links to its ports follow the new name."""
+        before, after = old.get("states"), new.get("states")
+        if not (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)):
+            return new, {}
+        names = {}
+        for a, b in zip(before, after):
+            if isinstance(a, dict) and isinstance(b, dict) and a.get("name") != b.get("name"):
+                names[a.get("name")] = b.get("name")
+        if not names or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+            return new, {}
+        new = dict(new)
+        if new.get("start") in names:
+            new["start"] = names[new["start"]]
+        if isinstance(new.get("transitions"), list):
+            new["transitions"] = [t | {k: names.get(t[k], t[k]) for k in ("from", "to") if k in t}
+                                  if isinstance(t, dict) else t for t in new["transitions"]]
+        ports = dict(names) | {f"{a}_time": f"{b}_time" for a, b in names.items()}
+        return new, ports
 
     def conditions(self):
         """[(name, kind)] of the condition inputs, in order of first use."""

@@ -114,7 +114,7 @@ def candidates(spec, current, example):
     out = [example[spec.name]] if spec.name in example else []
     if kind == "bool":
         out.append(not current)
-    elif kind in ("enum", "signal", "clip", "joint"):
+    elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any"):
         out += ([mirrored(current, spec.choices)] if kind == "joint" else []) + list(spec.choices)
     elif kind in ("float", "int"):
         out += numbers(spec, kind == "int")
@@ -145,7 +145,7 @@ def type_value(editor, path, spec, value):
     signal = spec.signal if kind == "value" else ""
     if kind == "bool" or signal == "bool":
         act(editor, t, bool(value))
-    elif kind in ("enum", "signal", "clip", "joint"):
+    elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any"):
         act(editor, t, fields.NONE if value is None else str(value))
     elif kind in ("float", "int") or signal in ("scalar", "int"):
         if value is None:

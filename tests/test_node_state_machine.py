@@ -279,3 +279,18 @@ def test_state_times_restart_on_entry_and_hold_while_inactive():
     assert held[0] == pytest.approx(58 * dt) and held[1] == 0.0
     t = inst.port("sm", "time_in_state")
     assert t[0] == pytest.approx(29 * dt) and t[1] == 1.0 and int(out["state"][0]) == 0
+
+
+def test_renaming_a_state_in_the_editor_renames_its_references_and_links():
+    from animgraph.editor.document import Document
+
+    doc = Document(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]))
+    doc.set_field("sm", "states", [{"name": "idle"}, {"name": "stroll"}, {"name": "run"}])
+    node = next(n for n in doc.graph.nodes if n.id == "sm")
+    assert [s.name for s in node.states] == ["idle", "stroll", "run"]
+    assert [(t.source, t.to) for t in node.transitions] == [("idle", "stroll"), ("stroll", "run"), ("run", "stroll"),
+                                                            ("any", "idle")]
+    assert ["s_walk.pose", "sm.stroll"] in [list(ln) for ln in doc.graph.links]
+    doc.set_field("sm", "states", [{"name": "rest"}, {"name": "stroll"}, {"name": "run"}])
+    assert next(n for n in doc.graph.nodes if n.id == "sm").start == "rest"
+    assert doc.undo() and next(n for n in doc.graph.nodes if n.id == "sm").start == "idle"
