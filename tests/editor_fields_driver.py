@@ -125,7 +125,7 @@ def candidates(spec, current, example):
     elif kind == "tags":
         out += [["walk"], ["run", "mirrored"]]
     elif kind == "text":
-        out.append("x")
+        out += ["x", "y"]  # two: a name may be taken by then (a state renamed "x")
     elif kind == "value":
         out += SIGNAL_VALUES[spec.signal]
     elif kind != "branches":
@@ -300,7 +300,8 @@ class Check:
             self.fail(nid, path, "'add' did not add an item")
             return False
         ok = True
-        for sub in spec.items:
+        for name in [sub.name for sub in spec.items]:
+            sub = next(s for s in self.spec_now(nid, spec.name).items if s.name == name)  # choices as shown now
             if not self.set_field(nid, (spec.name, 0, sub.name), sub, {}):
                 self.fail(nid, (spec.name, 0, sub.name), "no other valid value was accepted")
                 ok = False
