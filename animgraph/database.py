@@ -11,7 +11,7 @@ anything is written and on every read; ``cached_build`` keeps built databases on
 Per range: resampled to 60 fps (``preprocess.resample``), the root joint made relative
 to the simulation bone (``preprocess.root_motion_clip``, which also gives the bone's
 root motion), toe contacts (the clip's contact tracks, ``animgraph.tracks``, detected once
-on the clip's own frames and read at the 60 fps frame times; a mirror image's swapped), raw features
+at 60 fps once per clip and read at the 60 fps frame times; a mirror image's swapped), raw features
 (``animgraph.features``), then one normalisation over all frames.
 
 Search rule: a range's searchable frames are ``[start + SEARCH_SKIP_START, stop -
@@ -190,7 +190,7 @@ class _Range:
 
 
 def clip_tracks(label, skel, clip):
-    """The clip's derived tracks (``animgraph.tracks``: its contacts, detected once at its own frames)."""
+    """The clip's derived tracks (``animgraph.tracks``: its contacts, detected once, at 60 fps)."""
     try:
         for joint in CONTACT_JOINTS:
             skel.index(joint)
@@ -199,9 +199,10 @@ def clip_tracks(label, skel, clip):
     return tracks.clip_tracks(skel, clip)
 
 
-def _prepare(name, label, skel, clip, schema, joints, found):
-    """One range from a clip in metres: 60 fps, root-relative, contacts (the tracks ``found`` at the 60 fps frame
-    times), raw features."""
+def _prepare(name, label, skel, clip, schema, joints, found=None):
+    """One range from a clip in metres: 60 fps, root-relative, contacts (the tracks ``found``, default the clip's own,
+    at the 60 fps frame times), raw features."""
+    found = clip_tracks(label, skel, clip) if found is None else found
     if abs(clip.fps - FPS) > 1e-6:
         clip = preprocess.resample(clip, FPS)
     contacts = tracks.contacts_at(found, np.arange(clip.frames) / FPS)

@@ -52,7 +52,8 @@ V2_ASSET_FIELDS = ("units", "first_frame", "names")
 V4_ASSET_FIELDS = ("tracks", "derive", "loop")
 BUNDLED_PREFIX = "animgraph:"
 
-TrackName = Annotated[str, Field(description="an identifier: letters, digits and _, not starting with a digit")]
+TrackName = Annotated[str, Field(description="an identifier: letters, digits and _, not starting with a digit",
+                                 json_schema_extra={"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"})]  # checked by _track_name
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 

@@ -13,9 +13,13 @@ looping clip's period ``F dt`` (the sample node plays the last key back into the
 looping clip's times are taken modulo the period, so ``length`` itself is not a time on it).
 
 Derived tracks (``derive``) come from the one contact detector, ``preprocess.foot_contacts``
-on the toes at the clip's own keys, run once per clip: each run of contact frames ``a..b``
-is the range ``[a dt, b dt]``; on a looping clip a run ending on the last frame and one
-starting on frame 0 are one range wrapping through the end.  A foot's plant is the middle
+on the toes, run once per clip at ``DETECT_FPS`` (the clip resampled unless it is at that
+rate): its thresholds act on speeds by central differences, whose noise grows with the
+frame rate (at 120 fps a toe's speed stops falling on jitter frames before it settles, and a
+lock taken there is dragged), so one rate makes the rule the same for every clip.  Each run
+of contact frames ``a..b`` is the range ``[a dt, b dt]`` (a run on the last frame ends at the
+clip's last key); on a looping clip a run ending on the last frame and one starting on frame
+0 are one range wrapping through the end.  A foot's plant is the middle
 of its contact, one per stance: a foot's contacts with no contact of the other foot starting
 between them are one stance (a foot pivoting in a turn may lift its toe for a moment; it
 does not step twice), planted at the middle of its longest contact, so plants alternate
@@ -40,6 +44,7 @@ PLANTS = ("left_plant", "right_plant")  # derived instants: the middle of each s
 DERIVED = {"left_contact": "ranges", "right_contact": "ranges", "left_plant": "instants", "right_plant": "instants"}
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 EPS = 1e-9  # s: a frame time this close to a range's end is inside it (rounding of a * dt against k * dt)
+DETECT_FPS = 60  # frames/s the contact detector runs at, whatever the clip's rate (the database's)
 
 
 class TrackError(AnimgraphError):
@@ -168,33 +173,39 @@ def runs(column):
     return list(zip(np.flatnonzero(d == 1).tolist(), (np.flatnonzero(d == -1) - 1).tolist()))
 
 
-def from_contacts(contacts, dt, loop=False):
-    """Derived Tracks of per-frame contacts (F, 2) bool, left and right, at frame time ``dt`` (s) (module docstring)."""
+def from_contacts(contacts, dt, loop=False, duration=None, period=None):
+    """Derived Tracks of per-frame contacts (F, 2) bool, left and right, at frame time ``dt`` (s) (module docstring).
+
+    ``duration``: the time (s) of the clip's last key, where a contact on the last frame ends (default
+    ``(F - 1) dt``); ``period``: a looping clip's period (default ``F dt``).
+    """
     contacts = np.asarray(contacts, bool)
     frames = len(contacts)
-    length = frames * dt if loop else (frames - 1) * dt
-    feet = []  # per foot: (first, last) frames; on a loop, last may pass the end (last >= frames: wraps)
+    duration = (frames - 1) * dt if duration is None else float(duration)
+    period = frames * dt if period is None else float(period)
+    feet = []  # per foot: (begin, end) s; on a loop a contact through the end has end >= period
     for side in range(2):
         rs = runs(contacts[:, side])
+        spans = [(a * dt, duration if b == frames - 1 else b * dt) for a, b in rs]
         if loop and len(rs) > 1 and rs[0][0] == 0 and rs[-1][1] == frames - 1:
-            rs = rs[1:-1] + [(rs[-1][0], rs[0][1] + frames)]
-        feet.append(rs)
-    ranges = {name: np.array([(a * dt, (b % frames) * dt) for a, b in rs], np.float64).reshape(-1, 2)
-              for name, rs in zip(CONTACTS, feet)}
-    for name in CONTACTS:  # a wrapping row sorts by its begin
-        ranges[name] = ranges[name][np.argsort(ranges[name][:, 0], kind="stable")]
-    instants = {name: np.zeros(0) for name in PLANTS}
-    for side, first, last in stances(feet):
-        middle = 0.5 * (first + last)
-        instants[PLANTS[side]] = np.append(instants[PLANTS[side]], (middle % frames if loop else middle) * dt)
-    instants = {name: np.unique(times) for name, times in instants.items()}
-    return Tracks(float(length), bool(loop), instants, ranges, tuple(CONTACTS + PLANTS))
+            spans = spans[1:-1] + [(spans[-1][0], period + spans[0][1])]
+        feet.append(spans)
+    ranges = {}
+    for name, spans in zip(CONTACTS, feet):
+        rows = np.array([(b, e - period if e >= period else e) for b, e in spans], np.float64).reshape(-1, 2)
+        ranges[name] = rows[np.argsort(rows[:, 0], kind="stable")]  # a wrapping row sorts by its begin
+    instants = {name: [] for name in PLANTS}
+    for side, begin, end in stances(feet):
+        middle = 0.5 * (begin + end)
+        instants[PLANTS[side]].append(middle - period if loop and middle >= period else middle)
+    instants = {name: np.unique(np.array(times, np.float64)) for name, times in instants.items()}
+    return Tracks(float(period if loop else duration), bool(loop), instants, ranges, tuple(CONTACTS + PLANTS))
 
 
 def stances(feet):
-    """(side, first frame, last frame) of the contact that plants each stance: a foot's runs in order of start with
-    none of the other foot's starting between them are one stance, planted at its longest run (the first of equals)."""
-    order = sorted((a, side, b) for side, rs in enumerate(feet) for a, b in rs)
+    """(side, begin, end) of the contact that plants each stance: a foot's contacts in order of begin with none of
+    the other foot's beginning between them are one stance, planted at its longest contact (the first of equals)."""
+    order = sorted((a, side, b) for side, spans in enumerate(feet) for a, b in spans)
     out = []
     for a, side, b in order:
         if out and out[-1][0] == side:
@@ -205,13 +216,21 @@ def stances(feet):
     return out
 
 
+def detection_clip(clip):
+    """The clip as the contact detector sees it: at ``DETECT_FPS`` (``preprocess.resample``, unless already there)."""
+    from .preprocess import resample
+
+    return clip if abs(clip.fps - DETECT_FPS) <= 1e-6 else resample(clip, DETECT_FPS)
+
+
 def derive(skel, clip, loop=False):
-    """Derived Tracks of a clip: ``preprocess.foot_contacts`` on its toes at its own keys; empty without toes."""
+    """Derived Tracks of a clip: ``preprocess.foot_contacts`` on its toes at ``DETECT_FPS``; empty without toes."""
     from .preprocess import foot_contacts
 
     if not has_feet(skel):
         return Tracks(float(clip_length(clip, loop)), bool(loop))
-    return from_contacts(foot_contacts(skel, clip, joints=TOES), clip.dt, loop)
+    det = detection_clip(clip)
+    return from_contacts(foot_contacts(skel, det, joints=TOES), det.dt, loop, clip.duration, clip.frames * clip.dt)
 
 
 def clip_tracks(skel, clip, loop=False):
