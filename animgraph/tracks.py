@@ -19,13 +19,13 @@ frame rate (at 120 fps a toe's speed stops falling on jitter frames before it se
 lock taken there is dragged), so one rate makes the rule the same for every clip.  Each run
 of contact frames ``a..b`` is the range ``[a dt, b dt]`` (a run on the last frame ends at the
 clip's last key); on a looping clip a run ending on the last frame and one starting on frame
-0 are one range wrapping through the end.  A foot's plant is the middle
-of its contact, one per stance: a foot's contacts with no contact of the other foot starting
-between them are one stance (a foot pivoting in a turn may lift its toe for a moment; it
-does not step twice), planted at the middle of its longest contact, so plants alternate
-left and right whenever the feet do.  Everything that reads contacts
-(the sample node's ``left_contact``/``right_contact``, the motion-matching database at
-60 fps) evaluates these ranges at its own frame times (``contacts_at``), so they agree.
+0 are one range wrapping through the end.  A foot's plant is the middle of its contact, one
+per stance: a foot's contacts with no contact of the other foot starting between them are
+one stance (a foot pivoting in a turn may lift its toe for a moment; it does not step
+twice), planted at the middle of its longest contact, so plants alternate left and right
+whenever the feet do.  Everything that reads contacts (the sample node's ``left_contact``/
+``right_contact`` at the clip's keys, the motion-matching database at its 60 fps frames)
+evaluates these ranges at its own frame times (``contacts_at``), so they agree.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class TrackError(AnimgraphError):
 
 @dataclass(eq=False)
 class Tracks:
-    """Named instants (s, sorted) and ranges ((N, 2) begin, end in s) of one clip; ``derived``: names from the detector."""
+    """Named instants (s, sorted) and ranges ((N, 2) begin, end in s) of one clip; ``derived``: the detector's names."""
 
     length: float
     loop: bool = False
@@ -255,7 +255,8 @@ def check_entries(entries):
         if kinds.setdefault(name, kind) != kind:
             raise TrackError(name, "holds both instants and ranges: a track is one kind")
         if DERIVED.get(name, kind) != kind:
-            raise TrackError(name, f"a derived track's entries are {DERIVED[name]}, got a{' range' if kind == 'ranges' else 'n instant'}")
+            got = "a range" if kind == "ranges" else "an instant"
+            raise TrackError(name, f"a derived track's entries are {DERIVED[name]}, got {got}")
         t = _get(e, "time") if kind == "instants" else _get(e, "begin")
         what = "time" if kind == "instants" else "begin"
         if name in last and not t > last[name]:
@@ -268,25 +269,22 @@ def _get(entry, key):
     return entry.get(key) if isinstance(entry, dict) else getattr(entry, key, None)
 
 
-def build(skel, clip, entries=(), derive_tracks=True, loop=False, base=None):
+def build(skel, clip, entries=(), derive_tracks=True, loop=False):
     """The Tracks of a clip asset: derived ones (unless ``derive_tracks`` is false), each name the asset gives replacing
     the derived track of that name; TrackError naming the track and value for a time outside the clip, a range
     ending before it begins on a clamped clip, or a derived track given for a clip without feet.
-
-    ``base``: derived tracks already computed for this clip and ``loop`` (else derived here).
     """
     check_entries(entries)
     length = float(clip_length(clip, loop))
     given = {_get(e, "name") for e in entries}
-    feet = has_feet(skel)
-    if derive_tracks and not feet:
-        for name in sorted(given & set(DERIVED)):
-            raise TrackError(name, f"replaces a derived track, but the clip has no feet: the contact detector "
-                                   f"needs the joints {' and '.join(TOES)}")
+    replaced = sorted(given & set(DERIVED))
+    if derive_tracks and replaced and not has_feet(skel):
+        raise TrackError(replaced[0], "replaces a derived track, but the clip has no feet: the contact detector "
+                                      f"needs the joints {' and '.join(TOES)}")
     if not derive_tracks:
         tracks = Tracks(length, bool(loop))
     else:
-        tracks = base if base is not None else derive(skel, clip, loop)
+        tracks = derive(skel, clip, loop)
         tracks = Tracks(length, bool(loop), {k: v for k, v in tracks.instants.items() if k not in given},
                         {k: v for k, v in tracks.ranges.items() if k not in given},
                         tuple(n for n in tracks.derived if n not in given))

@@ -170,7 +170,8 @@ def test_some_fuzzed_graphs_planned_and_ran_finite(folder):
 
 # ---------------------------------------------------------------- clip tracks (version 4 asset fields)
 
-GOOD_TRACK_NAMES = st.sampled_from(["hit", "swing", "left_plant", "right_plant", "left_contact", "right_contact", "_x9"])
+GOOD_TRACK_NAMES = st.sampled_from(["hit", "swing", "left_plant", "right_plant", "left_contact", "right_contact",
+                                    "_x9"])
 TRACK_NAMES = GOOD_TRACK_NAMES | GOOD_TRACK_NAMES | st.sampled_from(["2x", "", "a b", "é", "left-plant"]) | JSON
 SECONDS = (st.floats(0.0, 2.5) | st.floats(0.0, 2.5) | st.floats(-1.0, 4.0)
            | st.sampled_from([0, -0.0, 2.4, 2.4083333333333333, 2.4166666666666665, 1e300, True]) | JSON)

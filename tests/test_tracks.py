@@ -327,10 +327,13 @@ BAD = {  # entry or asset change -> words the one-line error holds (besides the 
     "outside loop": ([{"name": "swing", "begin": 0.1, "end": 2.5}], {}, ["track 'swing'", "end 2.5 s"]),
     "end first": ([{"name": "swing", "begin": 0.3, "end": 0.1}], {"loop": False},
                   ["track 'swing'", "end 0.1 s before begin 0.3 s"]),
-    "unsorted": ([{"name": "hit", "time": 0.5}, {"name": "hit", "time": 0.2}], {}, ["track 'hit'", "time 0.2 s listed after 0.5 s"]),
-    "duplicate": ([{"name": "hit", "time": 0.5}, {"name": "hit", "time": 0.5}], {}, ["track 'hit'", "time 0.5 s listed after 0.5 s"]),
+    "unsorted": ([{"name": "hit", "time": 0.5}, {"name": "hit", "time": 0.2}], {},
+                 ["track 'hit'", "time 0.2 s listed after 0.5 s"]),
+    "duplicate": ([{"name": "hit", "time": 0.5}, {"name": "hit", "time": 0.5}], {},
+                  ["track 'hit'", "time 0.5 s listed after 0.5 s"]),
     "name": ([{"name": "2hit", "time": 0.5}], {}, ["tracks.0.name", "'2hit' is not an identifier"]),
-    "kinds": ([{"name": "hit", "time": 0.5}, {"name": "hit", "begin": 0.6, "end": 0.7}], {}, ["both instants and ranges"]),
+    "kinds": ([{"name": "hit", "time": 0.5}, {"name": "hit", "begin": 0.6, "end": 0.7}], {},
+              ["both instants and ranges"]),
     "derived kind": ([{"name": "left_plant", "begin": 0.1, "end": 0.2}], {}, ["track 'left_plant'", "instants"]),
     "negative": ([{"name": "hit", "time": -0.5}], {}, ["tracks.0.time", "-0.5"]),
 }
@@ -370,7 +373,8 @@ def test_overriding_a_derived_track_of_a_clip_without_feet_is_refused(tmp_path):
 
 def test_bad_tracks_exit_2_on_the_command_line(tmp_path, capsys):
     path = tmp_path / "bad.json"
-    path.write_text(json.dumps(graph_data({"walk": {"path": "animgraph:walk", "tracks": [{"name": "hit", "time": 9}]}})))
+    entry = {"path": "animgraph:walk", "tracks": [{"name": "hit", "time": 9}]}
+    path.write_text(json.dumps(graph_data({"walk": entry})))
     for command in ("tracks", "validate"):
         assert main([command, str(path)]) == 2
         err = capsys.readouterr().err
@@ -398,7 +402,8 @@ def test_info_prints_the_tracks(capsys):
 
 def test_tracks_command_lists_every_asset(tmp_path, capsys):
     path = tmp_path / "g.json"
-    path.write_text(json.dumps(graph_data({"walk": {"path": "animgraph:walk", "tracks": USER}, "jog": "animgraph:jog"})))
+    assets = {"walk": {"path": "animgraph:walk", "tracks": USER}, "jog": "animgraph:jog"}
+    path.write_text(json.dumps(graph_data(assets)))
     assert main(["tracks", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["assets"]
     assert data["walk"]["tracks"]["hit"] == {"kind": "instants", "derived": False, "times": [0.42, 1.5]}
