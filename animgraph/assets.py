@@ -14,6 +14,7 @@ edit.  What is returned is shared: treat its arrays as read-only.
 from __future__ import annotations
 
 import collections
+import copy
 import os
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from .pose import Clip
 
 CACHE_MAX = 32  # assets kept in memory (the newest used)
 _CACHE = collections.OrderedDict()  # key -> (Skeleton, Clip)
+_TRACKED = collections.OrderedDict()  # (id of a loaded Clip, tracks options) -> (that Clip, its copy with tracks)
 
 
 def _stamp(path):
@@ -169,14 +171,48 @@ def _as_pair(db):
     return db.skeleton, db.as_clip()
 
 
+def loops(graph, name, spec=None):
+    """Whether asset ``name``'s tracks are a loop's: its ``loop`` field, or ('auto') whether a node plays it looping."""
+    given = getattr(spec, "loop", "auto")
+    if given != "auto":
+        return bool(given)
+    return any(getattr(node, "clip", None) == name and getattr(node, "loop", False) is True for node in graph.nodes)
+
+
+def with_tracks(graph, name, spec, skel, clip):
+    """A copy of a loaded clip asset carrying its ``Tracks`` (``animgraph.tracks.build``); GraphError naming graph,
+    asset, track and value.  The same loaded clip with the same tracks options gives the same copy (re-plans)."""
+    from .tracks import TrackError, build
+
+    entries, derive = (spec.tracks, spec.derive) if isinstance(spec, AssetSpec) else ((), True)
+    loop = loops(graph, name, spec)
+    key = (id(clip), repr([e.model_dump() for e in entries]), derive, loop)
+    if key in _TRACKED and _TRACKED[key][0] is clip:
+        _TRACKED.move_to_end(key)
+        return _TRACKED[key][1]
+    try:
+        tracks = build(skel, clip, entries, derive, loop)
+    except TrackError as e:
+        raise GraphError(f"asset {name!r} {e}", file=graph.path) from None
+    out = copy.copy(clip)  # the loaded clip is shared (``_cached``): the tracks are this asset's
+    out.tracks = tracks
+    _TRACKED[key] = (clip, out)
+    while len(_TRACKED) > CACHE_MAX:
+        _TRACKED.popitem(last=False)
+    return out
+
+
 def load_assets(graph, assets=None, skeleton=None):
-    """(skeleton, {name: Clip}) of the graph's assets plus ``assets`` given in memory."""
+    """(skeleton, {name: Clip}) of the graph's assets plus ``assets`` given in memory; clip assets carry their
+    tracks (``clip.tracks``), computed here."""
     file = graph.path
     clips, sources = {}, {}
     for name, spec in graph.assets.items():
         if assets and name in assets:
             continue
         skel, clip = load_asset(graph, name, spec, file)
+        if not isinstance(spec, DatabaseSpec):
+            clip = with_tracks(graph, name, spec, skel, clip)
         clips[name], sources[name] = clip, skel
     for name, value in (assets or {}).items():
         skel, clip = value if isinstance(value, tuple) else (value.skeleton, value)

@@ -51,6 +51,8 @@ def _args_info(p):
     first.add_argument("--drop-first-frame", action="store_const", dest="first_frame", const="drop",
                        help="drop frame 0 (an added T-pose) whatever the data says")
     p.set_defaults(first_frame="auto")
+    p.add_argument("--loop", action="store_true",
+                   help="the tracks of the clip played as a loop (ranges may wrap through the end)")
     p.add_argument("--json", action="store_true", help="print the numbers as one JSON object")
 
 
@@ -79,12 +81,14 @@ def load_clip(file, scale=None, first_frame="auto"):
     return read_clip(path, units="auto" if scale is None else scale, first_frame=first_frame)
 
 
-def info(file, scale=None, first_frame="auto"):
-    """Summary dict of a clip: joints, frames, rate (fps), duration (s), root speed (m/s), turning (deg, left +).
+def info(file, scale=None, first_frame="auto", loop=False):
+    """Summary dict of a clip: joints, frames, rate (fps), duration (s), root speed (m/s), turning (deg, left +),
+    and its derived tracks (``animgraph.tracks``; ``loop``: as a looping clip's).
 
     Numbers that are not finite are None (JSON null); the ``*_rule`` entries say what decided units and frame 0.
     """
     from .preprocess import root_stats
+    from .tracks import derive
 
     skel, clip, notes = load_clip(file, scale, first_frame)
     stats = root_stats(skel, clip)
@@ -105,6 +109,7 @@ def info(file, scale=None, first_frame="auto"):
         "root_speed_max": _finite(stats["speed_max"]),
         "root_distance": _finite(stats["distance"]),
         "turning": _finite(stats["turning"]),
+        "tracks": derive(skel, clip, loop).to_json(),
     }
 
 
@@ -113,7 +118,9 @@ def _num(x, fmt, unit=""):
 
 
 def _cmd_info(args):
-    s = info(args.file, args.scale, args.first_frame)
+    from .tracks import table
+
+    s = info(args.file, args.scale, args.first_frame, args.loop)
     if args.json:
         print(json_text(s))
         return 0
@@ -129,6 +136,65 @@ def _cmd_info(args):
     print(f"  root speed mean {_num(s['root_speed_mean'], '.2f')} m/s, max {_num(s['root_speed_max'], '.2f')} m/s")
     print(f"  distance   {_num(s['root_distance'], '.2f', ' m')}")
     print(f"  turning    {_num(s['turning'], '+.1f', ' deg')} (left positive)")
+    t = s["tracks"]
+    print(f"  tracks     derived from the toes, as a {'looping clip (period' if t['loop'] else 'clamped clip ('}"
+          f" {t['length']:.3f} s), seconds:")
+    for line in table(_tracks_of_json(t), indent="    "):
+        print(line)
+    return 0
+
+
+def _tracks_of_json(data):
+    """A Tracks from its ``to_json`` form (for printing)."""
+    from .tracks import Tracks
+
+    instants = {n: e["times"] for n, e in data["tracks"].items() if e["kind"] == "instants"}
+    ranges = {n: e["ranges"] for n, e in data["tracks"].items() if e["kind"] == "ranges"}
+    return Tracks(data["length"], data["loop"], instants, ranges,
+                  tuple(n for n, e in data["tracks"].items() if e["derived"]))
+
+
+# ---------------------------------------------------------------- tracks
+
+
+def _args_tracks(p):
+    p.add_argument("graph", help="a graph file (JSON)")
+    p.add_argument("--json", action="store_true", help="print every asset's tracks as one JSON object")
+
+
+def graph_tracks(path):
+    """{asset: Tracks.to_json()} of a graph's clip assets; a database asset: {"ranges": {range name: ...}}."""
+    from .assets import load_assets
+    from .graph import Graph
+
+    graph = Graph.load(path)
+    _, clips = load_assets(graph)
+    out = {}
+    for name, clip in clips.items():
+        db = getattr(clip, "database", None)
+        if db is not None:
+            out[name] = {"ranges": {db.names[r]: db.range_tracks(r).to_json() for r in range(db.ranges)}}
+        else:
+            out[name] = clip.tracks.to_json()
+    return out
+
+
+def _cmd_tracks(args):
+    from .tracks import table
+
+    assets = graph_tracks(args.graph)
+    if args.json:
+        print(json_text({"graph": str(args.graph), "assets": assets}))
+        return 0
+    print(f"{args.graph}: tracks in seconds (name, kind, count, derived or given, times; a range begin-end, "
+          "begin~end when it wraps through the end)")
+    for name, data in assets.items():
+        parts = data["ranges"].items() if "ranges" in data and isinstance(data["ranges"], dict) else [(None, data)]
+        for label, t in parts:
+            what = f"database range {label!r}, " if label is not None else ""
+            print(f"  {name}: {what}{'looping clip, period' if t['loop'] else 'clamped clip,'} {t['length']:.3f} s")
+            for line in table(_tracks_of_json(t), indent="    "):
+                print(line)
     return 0
 
 
@@ -437,9 +503,11 @@ def _cmd_edit(args):
 
 # (name, one-line help, add_arguments(parser), handler(args) -> exit status)
 COMMANDS = [
-    ("info", "skeleton, frames, rate, duration, root speed and turning of a BVH file", _args_info, _cmd_info),
+    ("info", "skeleton, frames, rate, duration, root speed, turning and tracks of a BVH file", _args_info, _cmd_info),
     ("validate", "check a graph file: prints OK and its size, or the one-line error", _args_validate, _cmd_validate),
     ("schema", "print the JSON Schema of graph files", _args_schema, _cmd_schema),
+    ("tracks", "every clip asset's tracks (foot contacts, plants, the graph's own) as a table or JSON", _args_tracks,
+     _cmd_tracks),
     ("run", "evaluate a graph for N frames, optionally writing .bvh or .npz", _args_run, _cmd_run),
     ("demo", "a scripted stick steering the motion-matching locomotion graph: prints what it did, writes a BVH and "
      "a plot", _args_demo,

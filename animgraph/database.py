@@ -10,7 +10,8 @@ anything is written and on every read; ``cached_build`` keeps built databases on
 
 Per range: resampled to 60 fps (``preprocess.resample``), the root joint made relative
 to the simulation bone (``preprocess.root_motion_clip``, which also gives the bone's
-root motion), toe contacts (``preprocess.foot_contacts``), raw features
+root motion), toe contacts (the clip's contact tracks, ``animgraph.tracks``, detected once
+at 60 fps once per clip and read at the 60 fps frame times; a mirror image's swapped), raw features
 (``animgraph.features``), then one normalisation over all frames.
 
 Search rule: a range's searchable frames are ``[start + SEARCH_SKIP_START, stop -
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cache, preprocess
+from . import cache, preprocess, tracks
 from .errors import AnimgraphError
 from .features import FPS, Schema, normalisation, range_features
 from .fileio import atomic_write
@@ -120,6 +121,12 @@ class Database:
         """Index of the range holding ``frame``."""
         return int(np.searchsorted(self.range_stops, frame, side="right"))
 
+    def range_tracks(self, r):
+        """The contact tracks of range ``r`` (``animgraph.tracks.Tracks``, seconds from the range's start), from its
+        60 fps contacts (a mirrored range's are the mirror image's: left and right swapped)."""
+        start, stop = int(self.range_starts[r]), int(self.range_stops[r])
+        return tracks.from_contacts(self.contacts[start:stop] > 0.5, self.dt)
+
     def as_clip(self):
         """A Clip of every frame (root relative to the simulation bone), contacts attached, ``clip.database = self``."""
         clip = Clip(self.skeleton, self.pos, self.rot, self.scl, self.dt, name="database",
@@ -182,14 +189,23 @@ class _Range:
     raw: np.ndarray
 
 
-def _prepare(name, label, skel, clip, schema, joints):
-    """One range from a clip in metres: 60 fps, root-relative, contacts, raw features."""
-    if abs(clip.fps - FPS) > 1e-6:
-        clip = preprocess.resample(clip, FPS)
+def clip_tracks(label, skel, clip):
+    """The clip's derived tracks (``animgraph.tracks``: its contacts, detected once, at 60 fps)."""
     try:
-        contacts = preprocess.foot_contacts(skel, clip, CONTACT_JOINTS)
+        for joint in CONTACT_JOINTS:
+            skel.index(joint)
     except ValueError as e:
         raise AnimgraphError(f"{label}: foot contacts need the joints {', '.join(CONTACT_JOINTS)}: {e}") from None
+    return tracks.clip_tracks(skel, clip)
+
+
+def _prepare(name, label, skel, clip, schema, joints, found=None):
+    """One range from a clip in metres: 60 fps, root-relative, contacts (the tracks ``found``, default the clip's own,
+    at the 60 fps frame times), raw features."""
+    found = clip_tracks(label, skel, clip) if found is None else found
+    if abs(clip.fps - FPS) > 1e-6:
+        clip = preprocess.resample(clip, FPS)
+    contacts = tracks.contacts_at(found, np.arange(clip.frames) / FPS)
     rel, motion = preprocess.root_motion_clip(skel, clip, loop=False)
     from .poseops import fk_frames
 
@@ -276,13 +292,15 @@ def build(clips, schema=None, mirror=True, progress=None, labels=None, skip_shor
     label = labels[0]
     try:
         for label, name, skel, clip in kept:
-            ranges.append(_prepare(name, label, skel, clip, schema, joints))
+            found = clip_tracks(label, skel, clip)  # one detection per clip, its mirror image's swapped
+            ranges.append(_prepare(name, label, skel, clip, schema, joints, found))
             where.append(label)
             if progress:
                 progress(len(ranges), total, name)
             if mirror:
                 mclip = preprocess.mirror(skel, clip)
-                ranges.append(_prepare(name + MIRRORED, label, mclip.skeleton, mclip, schema, joints))
+                ranges.append(_prepare(name + MIRRORED, label, mclip.skeleton, mclip, schema, joints,
+                                       found.mirrored()))
                 where.append(f"{label} (mirrored)")
                 if progress:
                     progress(len(ranges), total, name + MIRRORED)
@@ -371,7 +389,8 @@ def _code_hash():
 
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for p in (here / "features.py", here / "database.py", here / "preprocess.py", Path(data.__file__)):
+    for p in (here / "features.py", here / "database.py", here / "preprocess.py", here / "tracks.py",
+              Path(data.__file__)):
         h.update(p.read_bytes())
     return h.hexdigest()
 

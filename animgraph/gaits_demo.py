@@ -15,7 +15,7 @@ prepares its locomotion set (``locomotion_clip``):
 All three clips then sit at the same root position for the same clock, so the
 graph's shared ``rate`` input is the ground speed in m/s, a gait switch moves the
 root by nothing, and the inertializer only hides the change of gait.  Contacts are
-detected on the original clips (``preprocess.foot_contacts``, in seconds: the prepared
+detected on the original clips (their contact tracks, ``animgraph.tracks``, in seconds: the prepared
 clip is timed in metres) and carried by the prepared clip as its contact track, which
 the graph's sample nodes output at their clocks for the foot locks.  Without locks the
 graph's locks get a constant ``false`` contact instead (``unlocked``).
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import data, kform, preprocess, skate
+from . import data, kform, preprocess, skate, tracks
 from .errors import AnimgraphError
 from .fileio import atomic_write_text, check_writable, write_together
 from .pose import FIELDS, Clip, Pose
@@ -106,7 +106,7 @@ def locomotion_clip(name, distance=100.0):
     from .ops import additive, difference
 
     skel, clip = data.load(name)
-    contacts = preprocess.foot_contacts(skel, clip)
+    contacts = tracks.contacts_at(tracks.derive(skel, clip), np.arange(clip.frames) * clip.dt) > 0.5
     pose, arc, roots = _root_relative(skel, clip)
     a, b = _find_cycle(skel, pose, arc, clip.dt)
     n, length = b - a, float(arc[b] - arc[a])

@@ -15,12 +15,16 @@ failure is an ``animgraph.GraphError`` naming the file, node id and field or por
 
 Versions: a graph is saved with the version it was loaded with (new graphs: ``VERSION``).
 Version 1 reads path assets raw (file units, every frame, file names; ``scale``
-multiplies positions).  Version 3 adds motion-matching database assets
-(``{"database": "db.npz"}`` or ``{"database": ["animgraph:walk", ...]}``, ``DatabaseSpec``).  Version 2 reads them the way ``animgraph info`` does: units,
+multiplies positions).  Version 2 reads them the way ``animgraph info`` does: units,
 an added T-pose frame 0 and the CMU name map decided from the data
 (``animgraph.clipfile``) unless ``units``, ``first_frame`` or ``names`` say otherwise;
 ``scale`` is version 1's name for ``units``.  ``animgraph:NAME`` is the bundled clip
-as ``ag.data.load`` gives it in both versions.
+as ``ag.data.load`` gives it in every version.  Version 3 adds motion-matching database
+assets (``{"database": "db.npz"}`` or ``{"database": ["animgraph:walk", ...]}``, ``DatabaseSpec``).
+Version 4 adds clip tracks to a clip asset (``tracks``, ``derive``, ``loop``: ``animgraph.tracks``).
+The rule (README): the version goes up when the top level or an asset's structure changes, or
+when an older reader could silently misread a file; a new node type or node field needs none
+(an older reader refuses the unknown key, naming the node and field).
 """
 
 from __future__ import annotations
@@ -43,9 +47,59 @@ from .fileio import atomic_write_text
 from .node import REGISTRY
 
 FORMAT = "animgraph.graph"
-VERSION = 3
+VERSION = 4
 V2_ASSET_FIELDS = ("units", "first_frame", "names")
+V4_ASSET_FIELDS = ("tracks", "derive", "loop")
 BUNDLED_PREFIX = "animgraph:"
+
+TrackName = Annotated[str, Field(description="an identifier: letters, digits and _, not starting with a digit",
+                                 json_schema_extra={"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"})]  # checked by _track_name
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class TrackInstant(BaseModel):
+    """A named instant of a clip (version 4): ``{"name": "hit", "time": 0.42}``, seconds from the clip's start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: TrackName
+    time: Seconds = Field(description="seconds from the clip's start")
+
+    _name = field_validator("name")(lambda cls, v: _track_name(v))
+
+
+class TrackRange(BaseModel):
+    """A named range of a clip (version 4): ``{"name": "swing", "begin": 0.1, "end": 0.3}``; on a looping clip
+    ``end < begin`` wraps through the end."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: TrackName
+    begin: Seconds = Field(description="seconds from the clip's start")
+    end: Seconds = Field(description="seconds from the clip's start; before 'begin' only on a looping clip (wraps)")
+
+    _name = field_validator("name")(lambda cls, v: _track_name(v))
+
+
+def _track_name(value):
+    from .tracks import NAME
+
+    if not NAME.match(value):
+        raise ValueError(f"track name {value!r} is not an identifier (letters, digits and _, not starting with a "
+                         "digit)")
+    return value
+
+
+def _track_kind(value):
+    """An entry with a 'time' is an instant, any other a range (each then reports its own missing or extra keys)."""
+    if isinstance(value, dict):
+        return "track_instant" if "time" in value else "track_range"
+    return "track_instant" if isinstance(value, TrackInstant) else "track_range"
+
+
+Track = Annotated[Union[Annotated[TrackInstant, Tag("track_instant")], Annotated[TrackRange, Tag("track_range")]],
+                  Discriminator(_track_kind)]
+
 
 PortRef = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")]
 
@@ -74,6 +128,20 @@ class AssetSpec(BaseModel):
         "auto",
         description="version 2: 'cmu' installs the canonical CMU joint names (animgraph.names) and requires a CMU "
         "skeleton, 'none' keeps the file's names only, 'auto' installs them when the names follow a CMU convention",
+    )
+    tracks: list[Track] = Field(
+        default_factory=list,
+        description="version 4: named instants {name, time} and ranges {name, begin, end} in seconds of the clip; "
+        "a track of a derived name (left_contact, right_contact: ranges; left_plant, right_plant: instants) "
+        "replaces the derived one; one name's entries in increasing time (begin)",
+    )
+    derive: bool = Field(
+        True, description="version 4: derive the foot contact ranges and plant instants from the clip (its toes)",
+    )
+    loop: Union[Literal["auto"], bool] = Field(
+        "auto",
+        description="version 4: whether the clip's tracks are those of a loop (times modulo the period frames * dt, "
+        "ranges may wrap through the end); 'auto': when a node plays the clip looping",
     )
 
 
@@ -140,7 +208,8 @@ class Graph(BaseModel):
     format: Literal["animgraph.graph"] = FORMAT
     version: int = Field(
         VERSION, ge=1, le=VERSION,
-        description="format version: 1 reads path assets raw, 2 decides units, T-pose frame and names from the data",
+        description="format version: 1 reads path assets raw, 2 decides units, T-pose frame and names from the data, "
+        "3 adds database assets, 4 adds clip tracks (an asset's tracks, derive, loop)",
     )
     description: str = Field("", description="one line saying what the graph does")
     assets: dict[str, Asset] = Field(
@@ -451,6 +520,16 @@ def _check_asset_fields(graph, file):
         if isinstance(spec, str):
             continue
         given = spec.model_fields_set
+        if graph.version < 4 and given & set(V4_ASSET_FIELDS):
+            field = next(f for f in V4_ASSET_FIELDS if f in given)
+            raise GraphError(f"asset {name!r}: {field!r} needs version 4 (this file is version {graph.version})",
+                             file=file)
+        from .tracks import TrackError, check_entries
+
+        try:
+            check_entries(spec.tracks)
+        except TrackError as e:
+            raise GraphError(f"asset {name!r} {e}", file=file) from None
         if graph.version < 2 and given & set(V2_ASSET_FIELDS):
             field = next(f for f in V2_ASSET_FIELDS if f in given)
             raise GraphError(f"asset {name!r}: {field!r} needs version 2 (this file is version {graph.version})",
@@ -515,7 +594,7 @@ def _graph_error(err, data, file):
         if kind == "value_error" and port is None and named and isinstance(raw, dict) and named[1] in raw:
             port, msg = named[1], named[2]  # a node-level check that names its field
     elif loc[:1] == ("assets",) and len(loc) >= 2:
-        field = [str(r) for r in loc[2:] if r != "spec"]
+        field = [str(r) for r in loc[2:] if r not in ("spec", "track_instant", "track_range")]
         msg = f"asset {loc[1]!r}{' field ' + repr('.'.join(field)) if field else ''}: {msg}"
     elif loc:
         msg = f"{'.'.join(str(r) for r in loc)}: {msg}"

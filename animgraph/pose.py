@@ -202,7 +202,8 @@ class Clip:
 
     Optional per-frame tracks: ``contacts`` (F,C) bool with ``contact_joints`` names,
     ``tags`` {name: [(start, stop) frame ranges]}, ``root_pos`` (F,3) / ``root_rot``
-    (F,4), the simulation bone in world space.
+    (F,4), the simulation bone in world space; ``tracks`` (``animgraph.tracks.Tracks``): named
+    instants and ranges in seconds, set when a graph loads the clip as an asset.
     """
 
     skeleton: Skeleton
@@ -216,6 +217,7 @@ class Clip:
     root_pos: np.ndarray = None
     root_rot: np.ndarray = None
     name: str = ""
+    tracks: object = None
 
     def __post_init__(self):
         if not isinstance(self.skeleton, Skeleton):

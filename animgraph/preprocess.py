@@ -10,9 +10,11 @@ Everything is plain functions on arrays and clips (metres, seconds, Y up).
   hips' forward axis projected to the ground and smoothed gives its facing, a
   rotation about +Y.  Facing angle is ``atan2(f.x, f.z)``: 0 along +Z, positive
   turning left (+Z towards +X, the character's left in CMU data).
-- ``foot_contacts``: slow, low joints are planted; a median filter removes flicker.
+- ``foot_contacts``: slow, low joints are planted; a median filter removes flicker.  It is
+  the one contact detector: ``animgraph.tracks`` runs it once per clip and everything else
+  reads the tracks it gives.
 - ``mirror``: reflect across the YZ plane (X is lateral in CMU data: left joints
-  sit at +X) and swap left and right joints.
+  sit at +X) and swap left and right joints (and left and right tracks).
 """
 
 from __future__ import annotations
@@ -284,6 +286,8 @@ def mirror(skel, clip):
         out.contacts = np.asarray(clip.contacts)[:, order]
     out.tags = copy.deepcopy(clip.tags)
     out.contact_joints = list(clip.contact_joints)
+    if clip.tracks is not None:
+        out.tracks = clip.tracks.mirrored()
     return out
 
 

@@ -36,10 +36,11 @@ mismatch between its last and first frame is spread over the clip), and a switch
 blend of motions (``select``/``blend`` with ``signal: motion``, carried through
 ``inertialize``/``dead_blend``) changes the velocity, never the position.
 
-Contacts (``contacts: true``): per clip a table of the toes' contacts (``contact_table``:
-``preprocess.foot_contacts`` in the world, so also of a root-relative variant, or the clip's
-own track), output as ``left_contact``/``right_contact`` at the key *nearest* the sampled
-time: the same time as the pose, so looping, rate and the ``time`` input move them alike.
+Contacts (``contacts: true``): per clip a table of the toes' contacts (``contact_table``: the
+clip's ``left_contact``/``right_contact`` tracks, ``animgraph.tracks``, at its key times; a
+root-relative variant keeps the tracks of the clip as captured), output as
+``left_contact``/``right_contact`` at the key *nearest* the sampled time: the same time as the
+pose, so looping, rate and the ``time`` input move them alike.
 """
 
 import math
@@ -86,7 +87,8 @@ from animgraph.node import (
     slot,
 )
 from animgraph.errors import GraphError
-from animgraph.preprocess import foot_contacts, motion_track, root_motion_clip
+from animgraph.preprocess import motion_track, root_motion_clip
+from animgraph.tracks import TOES, clip_tracks, contacts_at, has_feet
 from animgraph.pose import Clip, Pose, number, numbers
 from animgraph.stencil import stencil
 from animgraph.views import alive, borrowed, flat
@@ -95,7 +97,6 @@ ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
 KEY_WIDTH = 16  # key table columns: rot (4), r1 (3), m0 (3), m1 (3), log scl (3)
 ROT, R1, M0, M1, LOG_SCL = 0, 4, 7, 10, 13
-TOES = ("left_toe", "right_toe")  # contacts by canonical joint names
 TABLE_SAMPLES_PER_FRAME = 3  # ops.sample builds the key table for at least frames / 3 times (break-even)
 
 INPUTS = (
@@ -203,27 +204,16 @@ def root_motion_table(clip):
 
 
 def contact_table(clip):
-    """(F, 2) 1.0 where the left / right toe is planted (``preprocess.foot_contacts``), else 0; all 0 without toes.
+    """(F, 2) 1.0 where the left / right toe is planted at each key, else 0: the clip's ``left_contact`` /
+    ``right_contact`` tracks (``animgraph.tracks``: set at asset load, else derived now) at the key times.
 
-    A clip that carries its own contact track for both toes (``clip.contacts``) gives that instead.
+    A clip that carries its own per-frame contacts for both toes (``clip.contacts``) gives those instead.
     """
     skel = clip.skeleton
     if clip.contacts is not None and all(t in clip.contact_joints for t in TOES):
         cols = [list(clip.contact_joints).index(t) for t in TOES]
         return np.asarray(clip.contacts, bool)[:, cols].astype(np.float32)
-    if not has_toes(skel):
-        return np.zeros((clip.frames, 2), np.float32)  # only a node asking for contacts needs toes (``params``)
-    return foot_contacts(skel, clip, joints=TOES).astype(np.float32)
-
-
-def has_toes(skel):
-    """Whether ``skel`` has both toes by their canonical names."""
-    try:
-        for t in TOES:
-            skel.index(t)
-    except ValueError:
-        return False
-    return True
+    return contacts_at(clip_tracks(skel, clip), np.arange(clip.frames) * clip.dt)
 
 
 # The sample node's per-frame tables (``db[KEYS]`` ... in its kernel), computed per clip at plan time.
@@ -564,8 +554,8 @@ class Sample(Node):
     )
     contacts: bool = Field(
         False,
-        description="output 'left_contact' and 'right_contact': the toes' contacts (preprocess.foot_contacts of the "
-        "clip, or its own contact track) at the key nearest the sampled time",
+        description="output 'left_contact' and 'right_contact': the clip's contact tracks (left_contact, "
+        "right_contact: derived from its toes, or the asset's own) at the key nearest the sampled time",
     )
 
     CATEGORY = "sources"
@@ -591,14 +581,13 @@ class Sample(Node):
         if variant not in ("root", "root_loop"):
             return super().clip_variant(skeleton, clip, variant)
         out = root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
-        if (clip.contacts is None or not all(t in clip.contact_joints for t in TOES)) and has_toes(skeleton):
-            # The contacts of the clip as captured, not of the seamless variant (``contact_table``).
-            out.contacts, out.contact_joints = foot_contacts(skeleton, clip, joints=TOES), list(TOES)
+        # The tracks of the clip as captured, not of the seamless variant (``contact_table``).
+        out.tracks = clip_tracks(skeleton, clip)
         return out
 
     def params(self, ctx):
         r = ctx.clip(self, "clip", self.clip, self._variant())
-        if self.contacts and not has_toes(ctx.skeleton):
+        if self.contacts and not has_feet(ctx.skeleton):
             raise GraphError(f"contacts need the skeleton's toes {' and '.join(TOES)} (canonical names)",
                              node=self.id, port="contacts")
         return PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,

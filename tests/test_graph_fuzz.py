@@ -166,3 +166,50 @@ def test_some_fuzzed_graphs_planned_and_ran_finite(folder):
         if planned <= 3:
             run_finite(graph)
     assert planned >= len(GRAPHS) // 2, f"only {planned} of {len(GRAPHS)} mildly fuzzed graphs planned"
+
+
+# ---------------------------------------------------------------- clip tracks (version 4 asset fields)
+
+GOOD_TRACK_NAMES = st.sampled_from(["hit", "swing", "left_plant", "right_plant", "left_contact", "right_contact",
+                                    "_x9"])
+TRACK_NAMES = GOOD_TRACK_NAMES | GOOD_TRACK_NAMES | st.sampled_from(["2x", "", "a b", "é", "left-plant"]) | JSON
+SECONDS = (st.floats(0.0, 2.5) | st.floats(0.0, 2.5) | st.floats(-1.0, 4.0)
+           | st.sampled_from([0, -0.0, 2.4, 2.4083333333333333, 2.4166666666666665, 1e300, True]) | JSON)
+INSTANT = st.fixed_dictionaries({"name": TRACK_NAMES, "time": SECONDS})
+RANGE = st.fixed_dictionaries({"name": TRACK_NAMES, "begin": SECONDS, "end": SECONDS})
+TRACK = (INSTANT | RANGE | INSTANT | RANGE | JSON
+         | st.dictionaries(st.sampled_from(["name", "time", "begin", "end", "at"]), TRACK_NAMES | SECONDS, max_size=4))
+MOSTLY_BOOL = st.booleans() | st.booleans() | st.booleans() | JSON
+IN_ORDER = st.tuples(GOOD_TRACK_NAMES, st.lists(st.floats(0.0, 2.45), max_size=4, unique=True)).map(
+    lambda nt: [{"name": nt[0], "time": t} for t in sorted(nt[1])])  # one name's instants, mostly loadable
+
+
+@FUZZ
+@example(entries=[{"name": "hit", "time": 2.4083333333333333}], derive=True, loop="auto", play_loop=False, version=4)
+@example(entries=[{"name": "swing", "begin": 2.0, "end": 0.5}], derive=True, loop="auto", play_loop=True, version=4)
+@example(entries=[{"name": "hit", "time": 0.5}], derive=True, loop="auto", play_loop=True, version=3)
+@given(entries=st.lists(TRACK, max_size=4) | st.lists(INSTANT | RANGE, max_size=2) | IN_ORDER | IN_ORDER | JSON,
+       derive=MOSTLY_BOOL,
+       loop=st.sampled_from(["auto", "auto", True, False]) | JSON, play_loop=st.booleans(),
+       version=st.sampled_from([4, 4, 4, 4, 3, 1]))
+def test_track_fields_load_or_give_one_clear_error(folder, entries, derive, loop, play_loop, version):
+    """Any track fields: the graph loads and plans with tracks inside the clip, or one GraphError line."""
+    data = {"format": "animgraph.graph", "version": version,
+            "assets": {"walk": {"path": "animgraph:walk", "tracks": entries, "derive": derive, "loop": loop}},
+            "nodes": [{"id": "play", "type": "sample", "clip": "walk", "loop": play_loop, "contacts": True},
+                      {"id": "out", "type": "output"}],
+            "links": [["play.pose", "out.pose"]]}
+    path = folder / "tracks_fuzz.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    try:
+        graph = ag.Graph.load(path)
+        plan = make_plan(graph, warn=False)
+    except ag.GraphError as e:
+        assert "\n" not in str(e) and str(path) in str(e), str(e)
+        return
+    t, given = plan.clips["walk"].clip.tracks, graph.assets["walk"].loop  # as read (pydantic takes 1 for true)
+    assert t.loop == (play_loop if given == "auto" else given)
+    for times in t.instants.values():
+        assert np.all(np.diff(times) > 0) and np.all((times >= 0) & (times <= t.length + 1e-9))
+    for rows in t.ranges.values():
+        assert np.all((rows >= 0) & (rows <= t.length + 1e-9)) and (t.loop or np.all(rows[:, 1] >= rows[:, 0]))
