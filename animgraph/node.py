@@ -168,11 +168,13 @@ def _pack(cls, **values):
 
 CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
 # Kinds of fields that are more than a number, for generated editor widgets.
-FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches", "tags")
+FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches", "tags", "state",
+               "state_or_any")
 # joint(s): names or indices in the graph's skeleton; clip: an asset name; axis: a direction
 # vec3 (or three numbers, as the controller's offsets); enum: one of a Literal's strings;
 # signal: a signal kind; value: a value of the node's signal kind (number, vec3, quat, bool,
-# trajectory); branches: a list of {joint, weight, depth}; tags: a list of words (motion_match's clip filters).
+# trajectory); branches: a list of models ({joint, weight, depth}, a machine's states); tags: a list of words
+# (motion_match's clip filters); state: one of a state machine's states (state_or_any: or "any").
 
 # The trajectory signal's blocks (module docstring): positions (x, z) and facings (x, z) of the 3
 # future points, then their rates; ``sig[at + TRAJECTORY.facing + 2 * k]`` is point k's facing x.
@@ -308,6 +310,12 @@ class Node(BaseModel):
         return np.zeros(0)
 
     # Python hooks (module doc): ``op`` this node's OpSlices, ``rows`` int64 character indices.
+
+    @classmethod
+    def follow_edit(cls, old: dict, new: dict):
+        """Editor hook: a node's JSON entry edited from ``old`` to ``new`` -> (``new`` with what refers to the edited
+        part following it, ``{old port name: new port name}`` for links to follow); by default nothing follows."""
+        return new, {}
 
     def write_input(self, op: OpSlices, rows: np.ndarray):
         """Hook of graph inputs: a ``check(value) -> write()`` for what the caller sets on characters ``rows``."""

@@ -254,7 +254,8 @@ class Document:
         """The graph with ``node.field = value``; a changed signal kind resets fields that only fit the old kind."""
         entry = next(n for n in self._data()["nodes"] if n["id"] == node.id)
         widgets = {s.name: s.widget for s in field_specs(node)}
-        tries = [entry | {field: value}]
+        followed, ports = type(node).follow_edit(entry, entry | {field: value})  # a renamed state's references
+        tries = [followed]
         if widgets[field] == "signal":  # value fields follow the kind; then whatever only the old kind allowed
             tries.append({k: v for k, v in entry.items() if widgets.get(k) != "value"} | {field: value})
             keep = {k for k, info in type(node).model_fields.items() if info.is_required()} | {"id", "type"}
@@ -263,6 +264,7 @@ class Document:
         for attempt in tries:
             data = self._data()
             data["nodes"] = [attempt if n["id"] == node.id else n for n in data["nodes"]]
+            data["links"] = [[_port_renamed(ref, node.id, ports) for ref in link] for link in data["links"]]
             try:
                 return self._build(data)
             except EditError as e:
@@ -618,6 +620,12 @@ def _nid(ref):
 def _renamed(ref, old, new):
     node, _, port = ref.partition(".")
     return f"{new}.{port}" if node == old else ref
+
+
+def _port_renamed(ref, node_id, ports):
+    """Link end ``ref`` ("node.port") with the port renamed by ``ports`` when it is one of ``node_id``'s."""
+    nid, _, port = ref.partition(".")
+    return f"{nid}.{ports[port]}" if nid == node_id and port in ports else ref
 
 
 def _drop_from_comments(data, ids):

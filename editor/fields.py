@@ -94,7 +94,7 @@ class Panel:
         if kind == "bool":
             return dpg.add_checkbox(label=label, parent=parent, tag=t, default_value=bool(value),
                                     callback=lambda s, a: put(bool(a)))
-        if kind in ("enum", "joint", "clip", "signal") and spec.choices:
+        if kind in ("enum", "joint", "clip", "signal", "state", "state_or_any") and spec.choices:
             return self.choice(parent, t, spec, value, put, label)
         if kind in ("float", "int"):
             return self.number(parent, path, spec, value, put, label, kind == "int")
@@ -196,6 +196,11 @@ class Panel:
                     dpg.add_button(label=f"remove {i}", tag=tag(*path, i, "remove"), small=True, callback=remove(i))
             new = dict(value[-1]) if value else {s.name: s.default if s.default is not None else
                                                  (s.choices[0] if s.choices else None) for s in spec.items}
+            if isinstance(new.get("name"), str):  # named items (a machine's states) need a name of their own
+                taken, base, k = {item.get("name") for item in value}, new["name"].rstrip("0123456789") or "item", 2
+                while f"{base}{k}" in taken:
+                    k += 1
+                new["name"] = f"{base}{k}"
             dpg.add_button(label="add", tag=tag(*path, "add"), small=True, callback=lambda: put(value + [new]))
         return box
 

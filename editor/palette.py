@@ -25,7 +25,7 @@ from animgraph.node import CATEGORIES, REGISTRY, SIGNAL_SIZE, SIGNALS
 OTHER = "other"  # palette group of a node type whose CATEGORY is not one of CATEGORIES
 NUMERIC = ("float", "int", "axis", "value")  # widgets with bounds (a joint's index bounds are no use to a name list)
 WIDGETS = ("float", "int", "bool", "text", "enum", "joint", "joints", "clip", "axis", "signal", "value", "branches",
-           "tags")
+           "tags", "state", "state_or_any")
 
 
 def groups():
@@ -79,7 +79,7 @@ class FieldSpec:
     default: object  # the model's default; for a required field its EXAMPLE or first choice (None if neither)
     low: float | None  # lower bound, or None
     high: float | None
-    choices: tuple  # enum strings, signal kinds, joint names (joint, joints, branches) or asset names (clip)
+    choices: tuple  # enum strings, signal kinds, joint names (joint, joints, branches), asset names (clip), states
     doc: str
     optional: bool  # None (JSON null) is a valid value
     low_open: bool = False  # the bound itself is refused (gt)
@@ -99,18 +99,27 @@ def field_specs(node, joint_names=(), assets=()):
     for name, info in cls.model_fields.items():
         if name in ("id", "type"):
             continue
-        specs.append(_spec(name, info, kinds.get(name), example, tuple(joint_names), tuple(assets), signal))
+        specs.append(_spec(name, info, kinds.get(name), example, tuple(joint_names), tuple(assets), signal,
+                           _state_names(node)))
     return specs
 
 
-def _spec(name, info, kind, example, joints, assets, signal):
+def _state_names(node):
+    """The state names of a node instance with ``states`` (a state machine's), for its state fields' choices."""
+    if isinstance(node, type):
+        return ()
+    return tuple(str(getattr(s, "name", "")) for s in (getattr(node, "states", None) or ()))
+
+
+def _spec(name, info, kind, example, joints, assets, signal, states=()):
     widget = kind or _widget(info.annotation)
     low, high, low_open, high_open = _bounds(info) if widget in NUMERIC else (None, None, False, False)
-    choices = _choices(widget, info.annotation, joints, assets)
+    choices = _choices(widget, info.annotation, joints, assets, states)
     items = ()
     if widget == "branches":
         item = _item_model(info.annotation)
-        items = tuple(_spec(n, i, getattr(item, "FIELD_KINDS", {}).get(n), {}, joints, assets, None)
+        # An item's keys as the file holds them: a field's alias where it has one (a transition's "from").
+        items = tuple(_spec(i.alias or n, i, getattr(item, "FIELD_KINDS", {}).get(n), {}, joints, assets, None, states)
                       for n, i in item.model_fields.items()) if item else ()
     default = _default(info)
     if info.is_required():
@@ -176,9 +185,11 @@ def _item_model(annotation):
     return args[0] if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) else None
 
 
-def _choices(widget, annotation, joints, assets):
+def _choices(widget, annotation, joints, assets, states=()):
     if widget in ("joint", "joints", "branches"):
         return joints
+    if widget in ("state", "state_or_any"):
+        return states + (("any",) if widget == "state_or_any" else ())
     if widget == "clip":
         return assets
     if widget in ("enum", "signal"):

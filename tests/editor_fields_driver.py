@@ -114,7 +114,7 @@ def candidates(spec, current, example):
     out = [example[spec.name]] if spec.name in example else []
     if kind == "bool":
         out.append(not current)
-    elif kind in ("enum", "signal", "clip", "joint"):
+    elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any"):
         out += ([mirrored(current, spec.choices)] if kind == "joint" else []) + list(spec.choices)
     elif kind in ("float", "int"):
         out += numbers(spec, kind == "int")
@@ -125,7 +125,7 @@ def candidates(spec, current, example):
     elif kind == "tags":
         out += [["walk"], ["run", "mirrored"]]
     elif kind == "text":
-        out.append("x")
+        out += ["x", "y"]  # two: a name may be taken by then (a state renamed "x")
     elif kind == "value":
         out += SIGNAL_VALUES[spec.signal]
     elif kind != "branches":
@@ -145,7 +145,7 @@ def type_value(editor, path, spec, value):
     signal = spec.signal if kind == "value" else ""
     if kind == "bool" or signal == "bool":
         act(editor, t, bool(value))
-    elif kind in ("enum", "signal", "clip", "joint"):
+    elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any"):
         act(editor, t, fields.NONE if value is None else str(value))
     elif kind in ("float", "int") or signal in ("scalar", "int"):
         if value is None:
@@ -300,7 +300,8 @@ class Check:
             self.fail(nid, path, "'add' did not add an item")
             return False
         ok = True
-        for sub in spec.items:
+        for name in [sub.name for sub in spec.items]:
+            sub = next(s for s in self.spec_now(nid, spec.name).items if s.name == name)  # choices as shown now
             if not self.set_field(nid, (spec.name, 0, sub.name), sub, {}):
                 self.fail(nid, (spec.name, 0, sub.name), "no other valid value was accepted")
                 ok = False

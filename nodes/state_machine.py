@@ -1,0 +1,415 @@
+"""State machine: one pose input per state, transitions on conditions, each one inertialized.
+
+Every frame the machine reads its conditions once.  Among the transitions out of the
+current state (and those ``from: "any"``, never to the current state itself) whose
+condition holds, the lowest ``priority`` wins, ties by order in the file; up to
+``max_transitions_per_frame`` hops are taken in a frame, each from the state the last one
+reached, so a ring of always-true conditions ends.  A transition without ``when`` always
+holds; ``when`` names a condition input: a bool (holds when true), or a scalar with
+``above`` and/or ``below`` (holds strictly between them).
+
+A state change is an inertialization (``animgraph.offsets``, cubic over the transition's
+``duration``): the offset is taken from the machine's own previous output, carried one
+frame on at its velocities, to the new state's pose.  An interruption mid-transition is
+just a new offset from the current output: no pose history, no pop.
+
+Travel (the ``travel`` input: a state's index; any other value stops travelling) walks
+the shortest path over the transitions regardless of their conditions, one hop per
+transition's duration (``animgraph.travel``: the table is built at plan time); conditions
+wait until it arrives.  With no path, the machine jumps there over ``jump_duration``.
+
+Outputs: the pose, the state's index, the seconds in it (rate 1), ``changed`` on a frame the
+state changes, and per state ``<state>_time``: seconds since it was last entered (0 on
+entry, rate 1 while active, held while not), which a state's samples may link to their
+``time`` input so the state's clips start from their beginning on entry.
+
+This version evaluates every state's input every frame; skipping the inactive ones is
+the planner's next step (``animgraph.exclusive`` finds the nodes a state owns).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar, List, Literal, Optional
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from animgraph.jit import njit
+from animgraph.kernels import KFORM, copy_pose, state_pose
+from animgraph.limits import cut_seconds, seconds_field
+from animgraph.node import Node, Port, fields, register, slot
+from animgraph.offsets import OFFSET, inertialize_kernel, record_offsets, still_active
+from animgraph.pose import Pose, number, pose_arg
+from animgraph.stencil import FRAME, STEPS, advance, play
+from animgraph.travel import ANY, next_transitions
+
+MAX_STATES = 32
+MAX_TRANSITIONS = 256
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+FIXED_PORTS = ("pose", "motion", "state", "time_in_state", "changed", "travel")
+BOOL, SCALAR = 0.0, 1.0  # a condition's kind
+UNBOUNDED = 1e300  # an absent above/below (parameters are finite)
+
+# Parameters: counts, then the condition kinds (one per condition), the transitions in the order they are
+# tried (priority, then file order; ROW each), and the travel table (states x states: a row, or -1).
+PAR = fields("StateMachinePar", states=1, conditions=1, transitions=1, hops=1, jump=1)
+ROW = fields("StateMachineRow", src=1, dst=1, condition=1, above=1, below=1, duration=1)
+# State: current state, seconds in it, travel target (-1 none), last travel input, travel hops taken, a previous
+# output exists, seconds since the last change, an offset shows, its duration; then per state the seconds since
+# it was entered; then per joint the previous output (kineform) and the offset, each a block of joints rows.
+ST = fields("StateMachineSt", cur=1, time=1, target=1, last_travel=1, travelled=1, shown=1, elapsed=1, active=1,
+            length=1)
+JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET)
+FIXED_OUTS = fields("StateMachineOut", pose=1, state=1, time_in_state=1, changed=1)  # then <state>_time each
+
+
+@njit(cache=True)
+def holds(sig, at, kind, above, below):
+    """Whether a condition holds: a bool signal at ``sig[at]`` is true, or a scalar lies strictly inside (above, below)."""
+    if at < 0:
+        return False
+    x = sig[at]
+    if kind == BOOL:
+        return x > 0.5
+    return above < x < below
+
+
+@njit(cache=True)
+def first_transition(ins, par, sig, n, n_cond, n_trans, cur):
+    """The row of the first transition (in the order tried) out of ``cur`` whose condition holds; -1 if none."""
+    rows = PAR.SIZE + n_cond
+    for r in range(n_trans):
+        at = rows + r * ROW.SIZE
+        src, dst, c = int(par[at + ROW.src]), int(par[at + ROW.dst]), int(par[at + ROW.condition])
+        if dst == cur or (src != cur and src != ANY):
+            continue
+        if c < 0 or holds(sig, ins[n + c], par[PAR.SIZE + c], par[at + ROW.above], par[at + ROW.below]):
+            return r
+    return -1
+
+
+@njit(cache=True)
+def follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur):
+    """(row, state) of travel's next hop from ``cur`` (row -1: a jump; state -1: no hop now); reads the travel input."""
+    at = ins[n + n_cond]
+    if at >= 0 and sig[at] != st[ST.last_travel]:  # a new request (a state's index), or a stop (anything else)
+        st[ST.last_travel] = sig[at]
+        want = sig[at]
+        st[ST.target] = int(want) if 0.0 <= want < n and want == math.floor(want) else -1.0
+        st[ST.travelled] = 0.0
+    target = int(st[ST.target])
+    if target == cur:
+        st[ST.target] = -1.0
+        return -1, -1
+    if target < 0 or (st[ST.travelled] > 0.5 and st[ST.active] > 0.5):  # one hop per transition's duration
+        return -1, -1
+    table = PAR.SIZE + n_cond + n_trans * ROW.SIZE
+    return int(par[table + cur * n + target]), target
+
+
+@njit(cache=True, inline="always")
+def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: decide this frame's state from the conditions (or travel), show its pose inertialized."""
+    n, n_cond, n_trans = int(par[PAR.states]), int(par[PAR.conditions]), int(par[PAR.transitions])
+    rows = PAR.SIZE + n_cond
+    cur = int(st[ST.cur])
+    length = -1.0  # the duration of the last hop taken this frame
+    if st[ST.shown] > 0.5:
+        r, target = follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur)
+        if target >= 0:
+            length = par[rows + r * ROW.SIZE + ROW.duration] if r >= 0 else par[PAR.jump]
+            cur = target if r < 0 else int(par[rows + r * ROW.SIZE + ROW.dst])
+            st[ST.travelled] += 1.0
+        elif st[ST.target] < 0.0:
+            for _ in range(int(par[PAR.hops])):
+                r = first_transition(ins, par, sig, n, n_cond, n_trans, cur)
+                if r < 0:
+                    break
+                length = par[rows + r * ROW.SIZE + ROW.duration]
+                cur = int(par[rows + r * ROW.SIZE + ROW.dst])
+    changed = length >= 0.0 and cur != int(st[ST.cur])
+    times = st[ST.SIZE:ST.SIZE + n]
+    if changed or st[ST.shown] < 0.5:
+        st[ST.time] = 0.0
+        times[cur] = 0.0
+    else:
+        st[ST.time] += dt
+        times[cur] += dt
+    inp = slot(pose, ins[cur])
+    out = slot(pose, outs[FIXED_OUTS.pose])
+    joints = inp[0].shape[0]
+    blocks = ST.SIZE + n
+    prev = state_pose(st, blocks + JOINT.prev * joints, joints)
+    at = blocks + JOINT.off * joints
+    off = st[at:at + OFFSET * joints].reshape((joints, OFFSET))
+    # A step longer than the offset takes to decay makes carrying the previous output that far meaningless: a cut.
+    if changed and length > 0.0 and still_active(True, length, dt):
+        record_offsets(prev, inp, dt, off)
+        st[ST.elapsed], st[ST.active], st[ST.length] = 0.0, 1.0, length
+    elif changed:
+        st[ST.active] = 0.0
+    else:
+        st[ST.elapsed] += dt
+    if st[ST.active] > 0.5 and not still_active(True, st[ST.length], st[ST.elapsed]):
+        st[ST.active] = 0.0
+    inertialize_kernel(inp, off, st[ST.active] > 0.5, True, st[ST.length], st[ST.elapsed], out)
+    copy_pose(out, prev)
+    st[ST.shown], st[ST.cur] = 1.0, cur
+    sig[outs[FIXED_OUTS.state]] = cur
+    sig[outs[FIXED_OUTS.time_in_state]], sig[outs[FIXED_OUTS.time_in_state] + 1] = st[ST.time], 1.0
+    sig[outs[FIXED_OUTS.changed]] = 1.0 if changed else 0.0
+    for s in range(n):
+        o = outs[FIXED_OUTS.SIZE + s]
+        sig[o], sig[o + 1] = times[s], 1.0 if s == cur else 0.0
+
+
+class State(BaseModel):
+    """One state: its name is also the name of its pose input and of its ``<name>_time`` output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=IDENTIFIER, max_length=64, description="the state's name (an identifier)")
+
+
+class Transition(BaseModel):
+    """A transition: from a state (or "any"), to a state, when a condition holds, inertialized over ``duration``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    FIELD_KINDS: ClassVar[dict] = {"source": "state_or_any", "to": "state"}
+
+    source: str = Field(alias="from", description='the state it leaves, or "any" (every state but its target)')
+    to: str = Field(description="the state it enters")
+    when: Optional[str] = Field(None, pattern=IDENTIFIER, max_length=64,
+                                description="condition input: a bool, or a scalar with above/below (none: always)")
+    above: Optional[float] = Field(None, allow_inf_nan=False, description="holds while the scalar is above this")
+    below: Optional[float] = Field(None, allow_inf_nan=False, description="holds while the scalar is below this")
+    duration: float = seconds_field(0.25, "inertialized transition time; 0 cuts")
+    priority: int = Field(0, ge=-1000, le=1000, description="lower first among those that hold [-1000, 1000]")
+
+
+@register(state_machine_node)
+class StateMachine(Node):
+    """States with a pose input each; prioritised, interruptible transitions on conditions, inertialized."""
+
+    type: Literal["state_machine"] = "state_machine"
+    start: str = Field(pattern=IDENTIFIER, description="the state at the first frame and after a reset")
+    states: List[State] = Field(min_length=1, max_length=MAX_STATES, description="the states, each a pose input")
+    transitions: List[Transition] = Field([], max_length=MAX_TRANSITIONS, description="transitions between states")
+    max_transitions_per_frame: int = Field(1, ge=1, le=8, description="hops taken at most in one frame [1, 8]")
+    jump_duration: float = seconds_field(0.25, "travel's transition when no path leads to its state")
+
+    CATEGORY = "transitions"
+    FIELD_KINDS = {"start": "state", "states": "branches", "transitions": "branches"}
+    EXAMPLE = {"start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+               "transitions": [{"from": "a", "to": "b", "when": "speed", "above": 0.5},
+                               {"from": "b", "to": "a", "when": "speed", "below": 0.5}]}
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        names = [s.name for s in self.states]
+        seen = set()
+        for name in names:
+            if name in seen:
+                raise ValueError(f"state {name!r} appears twice")
+            if name in FIXED_PORTS or name.endswith("_time"):
+                raise ValueError(f"state {name!r} collides with a port name (pose, motion, state, time_in_state, "
+                                 f"changed, travel, <state>_time)")
+            seen.add(name)
+        if self.start not in seen:
+            raise ValueError(f"start {self.start!r} is not a state (states: {', '.join(names)})")
+        kinds = {}
+        for k, t in enumerate(self.transitions):
+            where = f"transition {k} ({t.source} -> {t.to})"
+            if t.source != "any" and t.source not in seen:
+                raise ValueError(f"{where}: unknown state {t.source!r} (states: {', '.join(names)})")
+            if t.to not in seen:
+                raise ValueError(f"{where}: unknown state {t.to!r} (states: {', '.join(names)})")
+            if t.source == t.to:
+                raise ValueError(f"{where}: a state's transition to itself")
+            if t.when is None:
+                if t.above is not None or t.below is not None:
+                    raise ValueError(f"{where}: above/below need a 'when' condition")
+                continue
+            if t.when in seen or t.when in FIXED_PORTS or t.when.endswith("_time"):
+                raise ValueError(f"{where}: condition {t.when!r} collides with a state or port name")
+            kind = "bool" if t.above is None and t.below is None else "scalar"
+            if kinds.setdefault(t.when, kind) != kind:
+                raise ValueError(f"{where}: condition {t.when!r} is a bool in one transition and a scalar with "
+                                 f"above/below in another")
+            if t.above is not None and t.below is not None and not t.above < t.below:
+                raise ValueError(f"{where}: above {t.above:g} must be below below {t.below:g}")
+        return self
+
+    @classmethod
+    def follow_edit(cls, old, new):
+        """A state renamed in the editor: ``start``, the transitions and the links to its ports follow the new name."""
+        before, after = old.get("states"), new.get("states")
+        if not (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)):
+            return new, {}
+        names = {}
+        for a, b in zip(before, after):
+            if isinstance(a, dict) and isinstance(b, dict) and a.get("name") != b.get("name"):
+                names[a.get("name")] = b.get("name")
+        if not names or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+            return new, {}
+        new = dict(new)
+        if new.get("start") in names:
+            new["start"] = names[new["start"]]
+        if isinstance(new.get("transitions"), list):
+            new["transitions"] = [t | {k: names.get(t[k], t[k]) for k in ("from", "to") if k in t}
+                                  if isinstance(t, dict) else t for t in new["transitions"]]
+        ports = dict(names) | {f"{a}_time": f"{b}_time" for a, b in names.items()}
+        return new, ports
+
+    def conditions(self):
+        """[(name, kind)] of the condition inputs, in order of first use."""
+        found = {}
+        for t in self.transitions:
+            if t.when is not None and t.when not in found:
+                found[t.when] = "bool" if t.above is None and t.below is None else "scalar"
+        return list(found.items())
+
+    def inputs(self):
+        poses = tuple(Port(s.name, "pose", "local", f"pose of state {s.name!r}") for s in self.states)
+        conds = tuple(Port(name, kind, "", f"condition {name!r}" + (" (bool)" if kind == "bool" else " (scalar)"))
+                      for name, kind in self.conditions())
+        return poses + conds + (Port("travel", "int", "", "index of a state to travel to (other values: stay)", True),)
+
+    def outputs(self):
+        return (Port("pose", "pose", "local", "the active state's pose, transitions inertialized"),
+                Port("state", "int", "", "index of the active state"),
+                Port("time_in_state", "scalar", "", "seconds since the active state was entered (rate 1)"),
+                Port("changed", "bool", "", "1 on a frame the state changes"),
+                *(Port(f"{s.name}_time", "scalar", "", f"seconds since {s.name!r} was entered (rate 1 while active)")
+                  for s in self.states))
+
+    def transition_rows(self):
+        """The transitions in the order tried (priority, then file order) as (declaration index, ROW values)."""
+        index = {s.name: i for i, s in enumerate(self.states)}
+        conds = {name: c for c, (name, _) in enumerate(self.conditions())}
+        order = sorted(range(len(self.transitions)), key=lambda k: (self.transitions[k].priority, k))
+        rows = []
+        for k in order:
+            t = self.transitions[k]
+            rows.append((k, (ANY if t.source == "any" else index[t.source], index[t.to],
+                             -1 if t.when is None else conds[t.when],
+                             -UNBOUNDED if t.above is None else t.above, UNBOUNDED if t.below is None else t.below,
+                             cut_seconds(t.duration))))
+        return rows
+
+    def params(self, ctx=None):
+        n = len(self.states)
+        index = {s.name: i for i, s in enumerate(self.states)}
+        rows = self.transition_rows()
+        row_of = {k: r for r, (k, _) in enumerate(rows)}
+        pairs = [(ANY if t.source == "any" else index[t.source], index[t.to]) for t in self.transitions]
+        table = next_transitions(n, pairs)  # declaration indices; the kernel reads rows in the order tried
+        table = np.vectorize(lambda k: row_of[k] if k >= 0 else -1, otypes=[np.float64])(table) if n else table
+        head = PAR.pack(states=n, conditions=len(self.conditions()), transitions=len(rows),
+                        hops=self.max_transitions_per_frame, jump=cut_seconds(self.jump_duration))
+        kinds = [BOOL if kind == "bool" else SCALAR for _, kind in self.conditions()]
+        return np.concatenate([head, np.asarray(kinds, np.float64),
+                               np.asarray([v for _, r in rows for v in r], np.float64).reshape(-1),
+                               np.asarray(table, np.float64).reshape(-1)])
+
+    def state(self, ctx, time=0.0):
+        """At the start state, no travel, no previous output: the first frame shows the start state's pose."""
+        joints = len(ctx.skeleton)
+        st = np.zeros(ST.SIZE + len(self.states) + JOINT.SIZE * joints, np.float64)
+        st[ST.cur] = [s.name for s in self.states].index(self.start)
+        st[ST.target], st[ST.last_travel] = -1.0, -1.0
+        return st
+
+
+# ---------------------------------------------------------------- op
+
+
+class _Joints:
+    """The part of a plan's build context a state machine's state needs: a skeleton of ``joints`` joints."""
+
+    def __init__(self, joints):
+        self.skeleton = range(joints)
+
+
+class StateMachinePlayer:
+    """A state machine without a graph, on poses of any batch shape (each item its own machine): the node's kernel.
+
+    ``StateMachinePlayer(start="idle", states=[{"name": "idle"}, ...], transitions=[{"from": "idle", ...}])`` takes
+    the node's fields; ``update(poses, conditions, dt, travel=None)`` takes ``{state: Pose}`` (local, one shape) and
+    ``{condition: value}`` (numbers or bools, shared by the items) and returns the output pose; ``state`` names the
+    active state of the first item.
+    """
+
+    def __init__(self, **fields):
+        self.node = StateMachine.model_validate({"id": "state_machine", "type": "state_machine", **fields})
+        self.par = self.node.params()
+        self.conds = self.node.conditions()
+        n, m = len(self.node.states), len(self.conds)
+        self.ins = np.arange(n + m + 1, dtype=np.int64)  # poses in slots 0..n-1; each signal a 2-float block
+        self.ins[n:n + m] = np.arange(m) * 2
+        self.ins[n + m] = 2 * m  # travel
+        self.outs = np.asarray([n, 2 * m + 1, 2 * m + 2, 2 * m + 4] + [2 * m + 5 + 2 * s for s in range(n)], np.int64)
+        self.sig = np.zeros(2 * m + 5 + 2 * n)
+        self.rows = None  # per batch item, the node's state row
+
+    @property
+    def state(self):
+        """The active state's name (of the first item; the start state before the first update)."""
+        return self.node.start if self.rows is None else self.node.states[int(self.rows[0][ST.cur])].name
+
+    def update(self, poses, conditions, dt, travel=None):
+        """The output pose after ``dt`` s with ``poses`` ({state: Pose}) and ``conditions`` ({name: value})."""
+        names = [s.name for s in self.node.states]
+        if not isinstance(poses, dict) or set(poses) != set(names):
+            raise ValueError(f"poses must be a dict naming every state once: {', '.join(names)}")
+        items = [pose_arg(poses[name], f"poses[{name!r}]") for name in names]
+        if len({(p.batch, p.joints) for p in items}) != 1:
+            raise ValueError("state poses must have one batch shape and one skeleton")
+        dt = number(dt, "dt", 0.0)
+        for c, (name, _) in enumerate(self.conds):
+            if name not in conditions:
+                raise ValueError(f"condition {name!r} has no value")
+            self.sig[2 * c] = float(number(conditions[name], name))
+        self.sig[2 * len(self.conds)] = -1.0 if travel is None else float(number(travel, "travel"))
+        batch, joints = items[0].batch, items[0].joints
+        count = int(np.prod(batch, dtype=np.int64))
+        if self.rows is None or self.rows.shape[0] != count:
+            self.rows = np.tile(self.node.state(_Joints(joints)), (count, 1))
+        out = Pose.identity(joints, batch)
+        per_state, shown = [p.items() for p in items], out.items()  # kernel tuples per batch item (views of out)
+        for b in range(count):
+            slots = tuple(np.stack([q[b][c] for q in per_state] + [shown[b][c]]).astype(np.float32) for c in range(6))
+            state_machine_node(self.ins, self.outs, self.par, self.rows[b], slots, self.sig, (), dt)
+            for c in range(6):
+                shown[b][c][...] = slots[c][len(items)]
+        return out
+
+
+def verify_state_machine(m, t, h, rng):
+    """Two states (the clip, the backwards clip) switched ``lag`` s before t, and back mid-transition half the time."""
+    sm = StateMachinePlayer(start="a", states=[{"name": "a"}, {"name": "b"}],
+                            transitions=[{"from": "a", "to": "b", "when": "go", "duration": 0.4},
+                                         {"from": "b", "to": "a", "when": "back", "duration": 0.4}])
+    lag = rng.uniform(3 * FRAME, 0.4 - (STEPS[-1] + 1) * h)
+    start = t - lag
+    flags = {"go": False, "back": False}
+
+    def step(s, dt):
+        return sm.update({"a": m.pose(s), "b": m.other(s)}, flags, dt)
+
+    step(start - FRAME, 0.0)  # the first frame shows the start state
+    flags["go"] = True
+    step(start, FRAME)  # a -> b: the offset from a's pose carried one frame on
+    flags["go"] = False
+    if rng.random() < 0.5:  # interrupted mid-transition: b -> a from the current output
+        mid = start + lag * rng.uniform(0.2, 0.6)
+        advance(step, start, mid)
+        flags["back"] = True
+        step(mid + FRAME, FRAME)
+        flags["back"] = False
+        start = mid + FRAME
+    return [play(step, start, t, h)]
+
+
+StateMachine.OP, StateMachine.VERIFY = StateMachinePlayer, verify_state_machine

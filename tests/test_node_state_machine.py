@@ -1,0 +1,296 @@
+"""state_machine node: validity, the rules (priority and ties, hops per frame, rings, interruption), travel against a
+breadth-first search, and whole graphs: no pop, velocities equal to central differences across every transition, the
+lane executor equal to the per-character one with characters in different states.
+
+Tolerances: world velocities against 5-point central differences at h = 1 ms, 2e-3 relative (as test_demo's whole
+graph); the pop finder's defaults; lanes against per-character 1e-5.
+"""
+
+from collections import deque
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import animgraph as ag
+from animgraph.errors import GraphError
+from animgraph.nodes.state_machine import StateMachine, StateMachinePlayer
+from animgraph.pops import PopFinder
+from fdcheck import world_velocity_errors
+
+WALK = {"walk": "animgraph:walk", "jog": "animgraph:jog", "run": "animgraph:run"}
+
+
+def machine_graph(transitions, states=("idle", "walk", "run"), conditions=(), **fields):
+    """A graph: one sample per state (root-relative; idle: the walk held at 0.4 s), conditions from inputs, the machine
+    to out."""
+    clips = {"idle": ("walk", {"time": 0.4, "loop": False}), "walk": ("walk", {}), "run": ("run", {}),
+             "jog": ("jog", {})}
+    nodes, links = [], []
+    for name in states:
+        clip, extra = clips.get(name, ("jog", {}))
+        nodes.append({"id": f"s_{name}", "type": "sample", "clip": clip, "root_motion": True, **extra})
+        links.append([f"s_{name}.pose", f"sm.{name}"])
+    for name, kind in conditions:
+        nodes.append({"id": name, "type": "input", "signal": kind})
+        links.append([f"{name}.value", f"sm.{name}"])
+    nodes.append({"id": "sm", "type": "state_machine", "start": states[0], "states": [{"name": s} for s in states],
+                  "transitions": transitions, **fields})
+    nodes += [{"id": "out", "type": "output"}, {"id": "state", "type": "output", "signal": "int"},
+              {"id": "changed", "type": "output", "signal": "bool"}]
+    links += [["sm.pose", "out.pose"], ["sm.state", "state.value"], ["sm.changed", "changed.value"]]
+    return ag.Graph.from_dict({"format": "animgraph.graph", "version": 1, "assets": WALK, "nodes": nodes,
+                               "links": links})
+
+
+# ------------------------------------------------------------------ validity
+
+
+@pytest.mark.parametrize("fields, says", [
+    ({"start": "nope"}, "start 'nope' is not a state"),
+    ({"states": [{"name": "a"}, {"name": "a"}], "start": "a"}, "state 'a' appears twice"),
+    ({"states": [{"name": "pose"}], "start": "pose"}, "collides with a port name"),
+    ({"states": [{"name": "a_time"}], "start": "a_time"}, "collides with a port name"),
+    ({"states": [{"name": "1a"}], "start": "1a"}, "pattern"),
+    ({"transitions": [{"from": "a", "to": "zz"}]}, "transition 0 (a -> zz): unknown state 'zz'"),
+    ({"transitions": [{"from": "a", "to": "a"}]}, "to itself"),
+    ({"transitions": [{"from": "a", "to": "b", "above": 1.0}]}, "need a 'when'"),
+    ({"transitions": [{"from": "a", "to": "b", "when": "x"}, {"from": "b", "to": "a", "when": "x", "below": 1}]},
+     "a bool in one transition and a scalar"),
+    ({"transitions": [{"from": "a", "to": "b", "when": "b"}]}, "collides with a state or port name"),
+    ({"transitions": [{"from": "a", "to": "b", "when": "x", "above": 2, "below": 1}]}, "must be below"),
+    ({"transitions": [{"from": "a", "to": "b", "duration": -1}]}, "greater than or equal"),
+    ({"transitions": [{"from": "a", "to": "b", "duration": float("nan")}]}, "finite"),
+    ({"transitions": [{"from": "a", "to": "b", "unknown": 1}]}, "unknown"),
+])
+def test_validity_bad_machines_refused_naming_node_and_field(fields, says):
+    data = {"id": "sm", "type": "state_machine", "start": "a", "states": [{"name": "a"}, {"name": "b"}]} | fields
+    graph = {"format": "animgraph.graph", "version": 1, "nodes": [data, {"id": "out", "type": "output"}],
+             "links": [["sm.pose", "out.pose"]]}
+    with pytest.raises(GraphError) as e:
+        ag.Graph.from_dict(graph)
+    text = str(e.value)
+    assert "'sm'" in text and "\n" not in text, text
+    assert says.lower() in text.lower(), text
+
+
+def test_ports_follow_states_and_conditions():
+    node = StateMachine.model_validate({"id": "sm", "type": "state_machine", "start": "idle",
+                                        "states": [{"name": "idle"}, {"name": "walk"}],
+                                        "transitions": [{"from": "idle", "to": "walk", "when": "speed", "above": 0.1},
+                                                        {"from": "any", "to": "idle", "when": "stop"}]})
+    assert [(p.name, p.signal) for p in node.inputs()] == [
+        ("idle", "pose"), ("walk", "pose"), ("speed", "scalar"), ("stop", "bool"), ("travel", "int")]
+    assert [p.name for p in node.outputs()] == ["pose", "state", "time_in_state", "changed", "idle_time", "walk_time"]
+    # "from" is written back as "from"
+    assert node.model_dump(exclude_defaults=True, mode="json")["transitions"][1]["from"] == "any"
+
+
+# ------------------------------------------------------------------ rules, on the node's own kernel
+
+
+def player(transitions, states=("a", "b", "c", "d"), **fields):
+    return StateMachinePlayer(start=states[0], states=[{"name": s} for s in states], transitions=transitions, **fields)
+
+
+def poses(states=("a", "b", "c", "d")):
+    """One distinct one-joint pose per state (its position's x is its index)."""
+    out = {}
+    for i, name in enumerate(states):
+        p = ag.Pose.identity(1)
+        p.pos[0, 0] = float(i)
+        out[name] = p
+    return out
+
+
+def walk(sm, conditions, frames, dt=0.1, travel=None, states=("a", "b", "c", "d")):
+    """The active state after each of ``frames`` steps (the first frame shows the start state)."""
+    seen = []
+    for _ in range(frames):
+        sm.update(poses(states), conditions, dt, travel)
+        seen.append(sm.state)
+    return seen
+
+
+def test_priority_then_file_order():
+    sm = player([{"from": "a", "to": "b", "priority": 1}, {"from": "a", "to": "c"}, {"from": "a", "to": "d"}])
+    assert walk(sm, {}, 2) == ["a", "c"]  # priority 0 before 1; of the two at 0, the first in the file
+    sm = player([{"from": "a", "to": "d", "when": "x"}, {"from": "any", "to": "b", "when": "y", "priority": -1}])
+    assert walk(sm, {"x": True, "y": True}, 2) == ["a", "b"]  # "any" at a lower priority wins
+    assert walk(player([{"from": "a", "to": "d", "when": "x"}]), {"x": False}, 3) == ["a", "a", "a"]
+
+
+def test_scalar_conditions_hold_strictly_between_above_and_below():
+    t = [{"from": "a", "to": "b", "when": "speed", "above": 1.0, "below": 2.0}]
+    for speed, state in ((1.0, "a"), (1.5, "b"), (2.0, "a"), (0.5, "a")):
+        assert walk(player(t), {"speed": speed}, 2)[-1] == state, speed
+
+
+def test_hops_per_frame_and_a_ring_of_always_true_conditions_ends():
+    chain = [{"from": "a", "to": "b"}, {"from": "b", "to": "c"}, {"from": "c", "to": "d"}]
+    assert walk(player(chain, max_transitions_per_frame=2), {}, 3) == ["a", "c", "d"]
+    assert walk(player(chain), {}, 4) == ["a", "b", "c", "d"]
+    ring = [{"from": "a", "to": "b"}, {"from": "b", "to": "a"}]
+    assert walk(player(ring, max_transitions_per_frame=3), {}, 4) == ["a", "b", "a", "b"]  # 3 hops: ends on b
+    assert walk(player(ring, max_transitions_per_frame=2), {}, 3) == ["a", "a", "a"]  # there and back
+
+
+def test_an_interruption_mid_transition_starts_from_the_current_output():
+    # a -> b over 1 s, interrupted after 0.3 s by b -> c: the output moves on from where it was, no jump.
+    sm = player([{"from": "a", "to": "b", "when": "go", "duration": 1.0},
+                 {"from": "b", "to": "c", "when": "next", "duration": 1.0}])
+    xs = []
+    for k in range(40):
+        flags = {"go": k == 1, "next": k == 4}
+        xs.append(float(sm.update(poses(), flags, 0.1).pos[0, 0]))
+    assert xs[0] == 0.0 and xs[1] == pytest.approx(0.0, abs=1e-6)  # the switch frame shows where a was
+    assert sm.state == "c" and xs[-1] == pytest.approx(2.0, abs=1e-6)
+    assert max(abs(b - a) for a, b in zip(xs, xs[1:])) < 0.25  # offsets decay over 1 s: no frame jumps
+
+
+# ------------------------------------------------------------------ travel
+
+
+def reference_path(n, transitions, src, dst):
+    """Breadth-first from ``src``, each state's transitions tried in file order; the first path found."""
+    seen, queue = {src: [src]}, deque([src])
+    while queue:
+        a = queue.popleft()
+        for frm, to in transitions:
+            if (frm == a or (frm == -1 and to != a)) and to not in seen:
+                seen[to] = seen[a] + [to]
+                queue.append(to)
+    return seen.get(dst)
+
+
+machines = st.integers(2, 6).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(-1, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.integers(0, n - 1), st.integers(0, n - 1)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(machines)
+def test_travel_walks_the_breadth_first_path_one_hop_per_transition(machine):
+    n, pairs, start, goal = machine
+    pairs = [(a, b) for a, b in pairs if a != b]
+    names = [f"s{i}" for i in range(n)]
+    transitions = [{"from": "any" if a < 0 else names[a], "to": names[b], "when": "never", "duration": 0.25}
+                   for a, b in pairs]
+    sm = StateMachinePlayer(start=names[start], states=[{"name": s} for s in names], transitions=transitions,
+                            jump_duration=0.25)
+    frames = [names.index(s) for s in walk(sm, {"never": False}, 1, states=names)]
+    frames += [names.index(s) for s in walk(sm, {"never": False}, 4 * n + 4, dt=0.1, travel=goal, states=names)]
+    visited = [frames[0]] + [b for a, b in zip(frames, frames[1:]) if b != a]
+    path = reference_path(n, pairs, start, goal)
+    if path is None:  # no path: one inertialized jump
+        assert visited == [start, goal] if start != goal else visited == [start]
+        return
+    assert visited == path
+    graph = nx.DiGraph([(a, b) for a, b in pairs if a >= 0] + [(a, b) for f, b in pairs if f < 0
+                                                                 for a in range(n) if a != b])
+    graph.add_nodes_from(range(n))
+    assert len(visited) - 1 == nx.shortest_path_length(graph, start, goal)
+    # One hop per transition's duration (0.25 s, frames of 0.1 s): hops at least 3 frames apart.
+    changes = [k for k in range(1, len(frames)) if frames[k] != frames[k - 1]]
+    assert all(b - a >= 3 for a, b in zip(changes, changes[1:])), frames
+
+
+# ------------------------------------------------------------------ whole graphs
+
+TRANSITIONS = [{"from": "idle", "to": "walk", "when": "speed", "above": 0.5, "duration": 0.3},
+               {"from": "walk", "to": "run", "when": "speed", "above": 2.0, "duration": 0.3},
+               {"from": "run", "to": "walk", "when": "speed", "below": 2.0, "duration": 0.3},
+               {"from": "any", "to": "idle", "when": "speed", "below": 0.5, "duration": 0.4, "priority": -1}]
+
+
+def speed_at(t):
+    """A script through every transition, and interruptions (a reversal 0.1 s into a 0.3 s transition)."""
+    keys = [(0.0, 0.0), (0.5, 1.0), (1.2, 3.0), (1.3, 1.0), (2.0, 0.0), (2.1, 3.0), (2.15, 3.0), (3.0, 0.2)]
+    return next(v for k, v in reversed(keys) if t >= k)
+
+
+def test_no_pop_through_transitions_and_interruptions_and_the_states_seen():
+    plan = ag.compile(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]), reuse_slots=False)
+    inst, finder = plan.instance(), PopFinder(plan)
+    dt, pops, states = 1 / 60, [], []
+    for f in range(int(3.5 / dt)):
+        out = inst.step(dt, {"speed": speed_at(f * dt)})
+        pop = finder.observe(inst, f, dt)
+        pops += [pop] if pop else []
+        states.append(int(out["state"][0]))
+    assert pops == [], pops[:3]
+    runs = [s for k, s in enumerate(states) if k == 0 or s != states[k - 1]]
+    assert runs[:4] == [0, 1, 2, 1] and 0 in runs[4:] and runs[-1] == 0, runs
+
+
+@pytest.mark.parametrize("at", [0.5, 1.2, 1.3, 2.0, 2.1])
+def test_world_velocities_equal_central_differences_while_a_transition_blends(at):
+    """Stepped at 60 Hz through the state change at ``at`` (or an interruption), then a stencil 50 ms on, while the
+    offset decays: the velocities are the exact derivative of what is shown.  (A stencil astride the switch frame
+    would measure the jump in acceleration that any inertialization has there, not an error.)"""
+    plan = ag.compile(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]))
+    inst, parents = plan.instance(), plan.skeleton.parents
+    clock, dt, changes = 0.0, 1 / 60, []
+    while clock < at + 0.05 - 1e-9:
+        step = min(dt, at + 0.05 - clock)
+        clock += step
+        out = inst.step(step, {"speed": speed_at(clock)})
+        changes += [clock] if out["changed"][0] else []
+    assert changes and at <= changes[-1] < at + 0.05, changes  # a transition started just before the stencil
+
+    def step(h):
+        nonlocal clock
+        clock += h
+        return inst.step(h, {"speed": speed_at(clock)})["out"]
+
+    err, err_ang = world_velocity_errors(step, parents, 1e-3)
+    assert err.max() < 2e-3 and err_ang.max() < 2e-3, (at, err.max(), err_ang.max())
+
+
+def test_lane_executor_equals_the_per_character_one_with_characters_in_different_states():
+    graph = machine_graph(TRANSITIONS, conditions=[("speed", "scalar")])
+    batch = 19
+    lanes = ag.compile(graph, batch=batch).instance(lanes=True)
+    chars = ag.compile(graph, batch=batch).instance(lanes=False, parallel=False)
+    seen = set()
+    for f in range(150):
+        speeds = np.array([speed_at((f / 60 + 0.37 * c) % 3.5) for c in range(batch)])
+        a, b = lanes.step(1 / 60, {"speed": speeds}), chars.step(1 / 60, {"speed": speeds})
+        np.testing.assert_array_equal(a["state"], b["state"])
+        for x, y in zip(a["out"].as_tuple(), b["out"].as_tuple()):
+            np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
+        seen |= {int(s) for s in np.ravel(a["state"])}
+    assert seen == {0, 1, 2}
+
+
+def test_state_times_restart_on_entry_and_hold_while_inactive():
+    plan = ag.compile(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]))
+    inst, dt = plan.instance(), 1 / 60
+    out = {}
+    for f in range(90):
+        out = inst.step(dt, {"speed": 1.0 if f < 60 else 0.0})
+        if f == 59:
+            walk_time = inst.port("sm", "walk_time").copy()
+    # walk entered at frame 1, left at frame 60: 58 frames of dt, then held with rate 0.
+    assert walk_time[0] == pytest.approx(58 * dt) and walk_time[1] == 1.0
+    held = inst.port("sm", "walk_time")
+    assert held[0] == pytest.approx(58 * dt) and held[1] == 0.0
+    t = inst.port("sm", "time_in_state")
+    assert t[0] == pytest.approx(29 * dt) and t[1] == 1.0 and int(out["state"][0]) == 0
+
+
+def test_renaming_a_state_in_the_editor_renames_its_references_and_links():
+    from animgraph.editor.document import Document
+
+    doc = Document(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]))
+    doc.set_field("sm", "states", [{"name": "idle"}, {"name": "stroll"}, {"name": "run"}])
+    node = next(n for n in doc.graph.nodes if n.id == "sm")
+    assert [s.name for s in node.states] == ["idle", "stroll", "run"]
+    assert [(t.source, t.to) for t in node.transitions] == [("idle", "stroll"), ("stroll", "run"), ("run", "stroll"),
+                                                            ("any", "idle")]
+    assert ["s_walk.pose", "sm.stroll"] in [list(ln) for ln in doc.graph.links]
+    doc.set_field("sm", "states", [{"name": "rest"}, {"name": "stroll"}, {"name": "run"}])
+    assert next(n for n in doc.graph.nodes if n.id == "sm").start == "rest"
+    assert doc.undo() and next(n for n in doc.graph.nodes if n.id == "sm").start == "idle"
