@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from . import exclusive
 from .errors import GraphError
 from .node import SIGNALS
 
@@ -33,6 +34,10 @@ class Checked:
     spaces: dict = field(default_factory=dict)  # (id, port, "in"|"out") -> "local"|"global"|"any"
     warnings: list = field(default_factory=list)
     dag: nx.DiGraph = None
+    # The ops in the order they run: (node id, early) pairs, a node with an early kernel twice (``animgraph.node``).
+    walk: list = field(default_factory=list)
+    # node id -> [(branch node id, bit mask)]: the branches an op is needed only through (``animgraph.exclusive``).
+    gates: dict = field(default_factory=dict)
 
     def consumers(self, src):
         """(dst id, dst port) pairs fed by output ``src = (id, port)``."""
@@ -81,16 +86,57 @@ def _link(index, link, ports, feeds, file):
     feeds[(dst, dport)] = (src, sport)
 
 
+EARLY = ":early"  # suffix of a node's early-kernel vertex in the schedule graph (never part of a node id)
+
+
+def _base(vertex):
+    """The node id of a schedule vertex (a node, or its early kernel)."""
+    return vertex[:-len(EARLY)] if vertex.endswith(EARLY) else vertex
+
+
 def _schedule(dag, index, feeds, file):
-    """Topological order (file order among equals); on failure name a cycle."""
+    """Topological order (file order among equals, a node's early kernel just before it); on failure name a cycle."""
     try:
-        return list(nx.lexicographical_topological_sort(dag, key=index.__getitem__))
+        return list(nx.lexicographical_topological_sort(
+            dag, key=lambda v: (index[_base(v)], 0 if v.endswith(EARLY) else 1)))
     except nx.NetworkXUnfeasible:
-        cycle = nx.find_cycle(dag)
+        cycle = [(_base(u), _base(v)) for u, v in nx.find_cycle(dag) if _base(u) != _base(v)]
         path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
         dst, src = cycle[0][1], cycle[0][0]
         port = next((p for (d, p), (s, _) in feeds.items() if d == dst and s == src), None)
         raise GraphError(f"cycle: {path}", dst, port, file) from None
+
+
+def _schedule_graph(nodes, feeds):
+    """The schedule's DiGraph: a vertex per node, and one more before it for its early kernel, which takes the
+    links to and from its early ports (``Node.early_ports``)."""
+    early = {nid: node.early_ports() for nid, node in nodes.items() if type(node).EARLY_KERNEL is not None}
+    dag = nx.DiGraph()
+    dag.add_nodes_from(nodes)
+    dag.add_edges_from((nid + EARLY, nid) for nid in early)
+    for (dst, dport), (src, sport) in feeds.items():
+        u = src + EARLY if sport in early.get(src, ((), ()))[1] else src
+        v = dst + EARLY if dport in early.get(dst, ((), ()))[0] else dst
+        dag.add_edge(u, v)
+    return dag
+
+
+def _gates(nodes, feeds, order, sinks):
+    """{node id: [(branch node id, bit mask)]}: the branches (``Node.branch_bits``) each scheduled node is needed only
+    through; a node needed by several branches of one node, or by anything else, is not gated by it."""
+    branching = [nid for nid in order if type(nodes[nid]).EARLY_KERNEL is not None and nodes[nid].branch_bits()]
+    if not branching:
+        return {}
+    graph = exclusive.link_graph([(f"{s}.{sp}", f"{d}.{dp}") for (d, dp), (s, sp) in feeds.items()])
+    gates = {}
+    for m in branching:
+        ports = {}
+        for port, bit in nodes[m].branch_bits().items():
+            ports.setdefault(bit, []).append(port)
+        for bit, group in sorted(ports.items()):
+            for nid in sorted(exclusive.owned_by_port(graph, sinks, m, group)):
+                gates.setdefault(nid, []).append((m, 1 << bit))
+    return gates
 
 
 def has_constant(node, port):
@@ -112,23 +158,26 @@ def check(graph, file=None, warn=True):
     for i, link in enumerate(graph.links):
         _link(i, link, ports, feeds, file)
 
-    dag = nx.DiGraph()
-    dag.add_nodes_from(nodes)
-    dag.add_edges_from((src, dst) for (dst, _), (src, _) in feeds.items())
-    order = _schedule(dag, index, feeds, file)
+    dag = _schedule_graph(nodes, feeds)
+    walk = _schedule(dag, index, feeds, file)
+    order = [v for v in walk if not v.endswith(EARLY)]
 
     sinks = [nid for nid in order if getattr(nodes[nid], "GRAPH_OUTPUT", False)]
     if not sinks:
         raise GraphError("the graph has no output node (add a node of type 'output')", file=file)
     used = set(sinks)
     for nid in sinks:
-        used |= nx.ancestors(dag, nid)
+        used |= {_base(v) for v in nx.ancestors(dag, nid)}
     for nid in order:  # a node that feeds no output may be half-built: only pruned
         for name, port in ports[nid][0].items():
             if nid in used and (nid, name) not in feeds and not port.optional and not has_constant(nodes[nid], port):
                 raise GraphError(f"required {port.signal} input is not linked", nid, name, file)
     pruned = [nid for nid in order if nid not in used]
     notes = [f"node {nid!r} feeds no output: left out of the plan" for nid in pruned]
+    gates = _gates(nodes, feeds, [nid for nid in order if nid in used], sinks)
+    if gates:  # an early kernel runs before the ops its branches gate (no cycle: module exclusive)
+        dag.add_edges_from((m + EARLY, nid) for nid, marks in gates.items() for m, _ in marks)
+        walk = _schedule(dag, index, feeds, file)
     if warn:
         for note in notes:
             warnings.warn(f"{file}: {note}" if file else note, GraphWarning, stacklevel=2)
@@ -142,6 +191,8 @@ def check(graph, file=None, warn=True):
         feeds=feeds,
         warnings=notes,
         dag=dag,
+        walk=[(_base(v), v.endswith(EARLY)) for v in walk if _base(v) in used],
+        gates=gates,
     )
     _resolve_spaces(checked, order, file)
     return checked

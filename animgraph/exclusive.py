@@ -25,13 +25,14 @@ def link_graph(links):
 
 def owned_by_port(graph, outputs, node, port):
     """The nodes of ``graph`` (``link_graph``) that reach the ``outputs`` (node ids) only through input ``port`` of
-    ``node``; empty if the port is unlinked."""
-    feeding = [(a, b, k) for a, b, k in graph.in_edges(node, keys=True) if k == port]
+    ``node`` (or a list of ports: through any of them); empty if the port is unlinked."""
+    ports = {port} if isinstance(port, str) else set(port)
+    feeding = [(a, b, k) for a, b, k in graph.in_edges(node, keys=True) if k in ports]
     if not feeding:
         return set()
     cut = graph.copy()
     cut.remove_edges_from(feeding)
-    upstream = set(nx.ancestors(graph, feeding[0][0])) | {feeding[0][0]}
+    upstream = set().union(*(nx.ancestors(graph, a) | {a} for a, _, _ in feeding))
     return (upstream & _reaching(graph, outputs)) - _reaching(cut, outputs)
 
 

@@ -15,9 +15,11 @@ a call costs little Python::
 
     table   int64:  header [n_ops, ops_at, io_at, parents_at, n_sig, slots, joints, frames],
                     the op table (OP_WIDTH per op: kind, ins start, outs start = ins stop, outs
-                    stop (into io), par start, par stop, state start, state stop), io (port
-                    locators: pose slot or signal offset, -1 unlinked), the parents; the
-                    columns are named once below (``N_OPS`` ..., ``OP_KIND`` ...)
+                    stop (into io), par start, par stop, state start, state stop, gates start,
+                    gates stop (into io)), io (port locators: pose slot or signal offset, -1
+                    unlinked; then the gates, ``animgraph.gates``), the parents; the columns
+                    are named once below (``N_OPS`` ..., ``OP_KIND`` ...).  A kind code past
+                    the node types' is a node type's early kernel (``early_kind``).
     par     float64 (P,):   parameters of every op (shared by the characters)
     chars   float64 (B, n_sig + S): per character, the signal buffer then the state
     vecs    float32 (B, 5, slots, J, 3): per character, pos scl vel ang svl of every slot
@@ -60,8 +62,8 @@ _FULL_COMPILED = {}  # registry -> True once its whole executor is known compile
 # its header, then one row per op of OP_WIDTH columns (ranges into io, par and the state).
 N_OPS, OPS_AT, IO_AT, PARENTS_AT, N_SIG, SLOTS, JOINTS, FRAMES = range(8)
 HEADER_WIDTH = 8
-OP_KIND, OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END = range(8)
-OP_WIDTH = 8
+OP_KIND, OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END, OP_GATE, OP_GATE_END = range(10)
+OP_WIDTH = 10
 
 
 @njit(cache=True)
@@ -129,13 +131,31 @@ def _kernel_ref(name, which="KERNEL"):
     return module, attr
 
 
-def _dispatch(kinds, names, indent, call):
-    """Source lines ``if kind == i:`` / ``elif ...`` for the op kinds ``kinds``, each followed by ``call(i)``."""
+def early_kind(names, i):
+    """The kind code of node type ``names[i]``'s early kernel (``animgraph.node``): past every node type's own."""
+    return len(names) + i
+
+
+def _early(names, use):
+    """The kinds in ``use`` whose node types have an early kernel."""
+    return [i for i in use if REGISTRY[names[i]].EARLY_KERNEL is not None]
+
+
+def _dispatch(kinds, names, indent, call, early=()):
+    """Source lines ``if kind == i:`` / ``elif ...`` for the op kinds ``kinds``, each followed by ``call(i)``, then
+    for the ``early`` ones the same with ``call(i, True)`` (the early kernel, ``e{i}``)."""
     lines = []
-    for n, i in enumerate(kinds):
-        lines.append(f"{indent}{'if' if n == 0 else 'elif'} kind == {i}:  # {names[i]}")
-        lines.append(f"{indent}    {call(i)}")
+    cases = [(i, f"{i}", names[i], call(i)) for i in kinds]
+    cases += [(i, f"{early_kind(names, i)}", f"{names[i]}, early", call(i, True)) for i in early]
+    for n, (_, code, label, text) in enumerate(cases):
+        lines.append(f"{indent}{'if' if n == 0 else 'elif'} kind == {code}:  # {label}")
+        lines.append(f"{indent}    {text}")
     return lines
+
+
+def _call(i, own, early=False, state="x", pose="pose", sig="s"):
+    """Source of one kernel call for kind ``i`` (``early``: its early kernel) with the walk's arguments."""
+    return f"{'e' if early else 'k'}{i}(ins, outs, p, {state}, {pose}, {sig}, {_db(i, own)}, dt)"
 
 
 def _db(i, own):
@@ -160,6 +180,7 @@ def source(names, cover=None):
         "from animgraph.jit import njit",
         "",
         "from animgraph.executor import clip_db",
+        "from animgraph.gates import gate_open",
         "from animgraph.views import alive, borrowed, rows",
         "",
     ]
@@ -172,6 +193,9 @@ def source(names, cover=None):
         if REGISTRY[name].TILE_KERNEL is not None:
             module, attr = _kernel_ref(name, "TILE_KERNEL")
             lines.append(f"from {module} import {attr} as t{i}  # {name}, lane tiles")
+        if REGISTRY[name].EARLY_KERNEL is not None:
+            module, attr = _kernel_ref(name, "EARLY_KERNEL")
+            lines.append(f"from {module} import {attr} as e{i}  # {name}, early")
     lines.append(f"\nKINDS = {tuple(names)!r}")
     lines.append(f"COVERS = {tuple(names[i] for i in use)!r}  # the kinds with a branch below\n")
     own = [i for i, name in enumerate(names) if REGISTRY[name].CLIP_TABLES]
@@ -191,8 +215,11 @@ def source(names, cover=None):
         f"    outs = table[io_at + table[o + {OP_OUTS}]:io_at + table[o + {OP_OUTS_END}]]",
         f"    p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
         f"    x = t[table[o + {OP_STATE}]:table[o + {OP_STATE_END}]]",
+        f"    g0, g1 = table[o + {OP_GATE}], table[o + {OP_GATE_END}]",
+        "    if g0 < g1 and not gate_open(table, io_at + g0, io_at + g1, t, x, par):",
+        "        continue",
     ]
-    body += _dispatch(use, names, "    ", lambda i: f"k{i}(ins, outs, p, x, pose, s, {_db(i, own)}, dt)")
+    body += _dispatch(use, names, "    ", lambda i, e=False: _call(i, own, e), _early(names, use))
     args = "table, par, chars, vecs, rots, clipbuf, dt"
     borrow = "table, par, chars, vecs, rots, clipbuf = " + ", ".join(
         f"borrowed({a})" for a in ("table", "par", "chars", "vecs", "rots", "clipbuf"))
@@ -280,11 +307,20 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "            outs = table[io_at + a1:io_at + a2]",
         f"            p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
         f"            s0, s1 = n_sig + table[o + {OP_STATE}], n_sig + table[o + {OP_STATE_END}]",
+        f"            g0, g1 = io_at + table[o + {OP_GATE}], io_at + table[o + {OP_GATE_END}]",
+        "            live = LANES  # the lanes this op runs for: all, unless it is gated (animgraph.gates)",
+        "            if g0 < g1:",
+        "                live = 0",
+        "                for lane in range(LANES):",
+        "                    if gate_open(table, g0, g1, chars[c0 + lane, n_sig:], chars[c0 + lane, s0:s1], par):",
+        "                        live += 1",
+        "                if live == 0:",
+        "                    continue",
         "            done = False",
     ]
     if tiled:
         lines += [
-            f"            if {' or '.join(f'kind == {i}' for i in tiled)}:",
+            f"            if live == LANES and ({' or '.join(f'kind == {i}' for i in tiled)}):",
             "                make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_tile, True)",
         ]
         lines += _dispatch(tiled, names, " " * 16,
@@ -296,12 +332,14 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "            make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_chars, False)",
         "            for lane in range(LANES):",
         "                c = c0 + lane",
+        "                if live < LANES and not gate_open(table, g0, g1, chars[c, n_sig:], chars[c, s0:s1], par):",
+        "                    continue",
         "                v = vecs[c]",
         "                pose = (v[0], rots[c], v[1], v[2], v[3], v[4])",
         "                s = chars[c, 0:n_sig]",
         "                x = chars[c, s0:s1]",
     ]
-    lines += _dispatch(use, names, " " * 16, lambda i: f"k{i}(ins, outs, p, x, pose, s, {_db(i, own)}, dt)")
+    lines += _dispatch(use, names, " " * 16, lambda i, e=False: _call(i, own, e), _early(names, use))
     lines += [
         "            mark_written(table, io_at, a1, a2, pose_io, in_chars, in_tile)",
         "        for k in range(keep.shape[0]):",
@@ -322,10 +360,12 @@ def _key(text, names):
     h.update(text.encode())
     from . import lanes  # noqa: F401  (the generated module imports it)
 
-    from . import tilewalk  # noqa: F401
+    from . import gates, tilewalk  # noqa: F401
 
     modules = {_kernel_ref(n)[0] for n in names} | {"animgraph.lanes", "animgraph.tilewalk"}
     modules |= {_kernel_ref(n, "TILE_KERNEL")[0] for n in names if REGISTRY[n].TILE_KERNEL is not None}
+    modules |= {_kernel_ref(n, "EARLY_KERNEL")[0] for n in names if REGISTRY[n].EARLY_KERNEL is not None}
+    modules.add("animgraph.gates")
     for module in sorted(modules):
         h.update(Path(inspect.getfile(sys.modules[module])).read_bytes())
     h.update(f"{numba.__version__} {sys.version}".encode())
@@ -486,12 +526,14 @@ def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
     The same arguments as ``run_serial``; the slices have the executor's types, so each
     kernel is compiled once for both.
     """
+    from .gates import gate_open
+
     names = kinds()
-    kernels = [REGISTRY[name].KERNEL for name in names]
+    kernels = [REGISTRY[name].KERNEL for name in names] + [REGISTRY[name].EARLY_KERNEL for name in names]
     n_ops, ops_at, io_at, n_sig = (int(x) for x in table[[N_OPS, OPS_AT, IO_AT, N_SIG]])
     every = iter(_any_module(names).dbs(table, clipbuf))  # the core db, then those of node types with tables
     core = next(every)
-    db = [next(every) if REGISTRY[name].CLIP_TABLES else core for name in names]
+    db = [next(every) if REGISTRY[name].CLIP_TABLES else core for name in names] * 2
     dt = float(dt)
     for c in range(chars.shape[0]):
         v = vecs[c]
@@ -499,10 +541,13 @@ def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
         s, t = chars[c, :n_sig], chars[c, n_sig:]
         for i in range(n_ops):
             row = table[ops_at + OP_WIDTH * i:ops_at + OP_WIDTH * (i + 1)]
-            kind = row[OP_KIND]
+            kind, x = row[OP_KIND], t[row[OP_STATE]:row[OP_STATE_END]]
+            g0, g1 = io_at + row[OP_GATE], io_at + row[OP_GATE_END]
+            if g0 < g1 and not gate_open(table, g0, g1, t, x, par):
+                continue
             kernels[kind](table[io_at + row[OP_INS]:io_at + row[OP_OUTS]],
                           table[io_at + row[OP_OUTS]:io_at + row[OP_OUTS_END]],
-                          par[row[OP_PAR]:row[OP_PAR_END]], t[row[OP_STATE]:row[OP_STATE_END]], pose, s, db[kind], dt)
+                          par[row[OP_PAR]:row[OP_PAR_END]], x, pose, s, db[kind], dt)
 
 
 def kernel_signatures():
@@ -537,4 +582,6 @@ def kernel_signatures():
         db = next(every) if REGISTRY[name].CLIP_TABLES else core
         args = (ins, ins, par[0:0], t[0:0], pose, s, db, 1.0 / 60.0)
         out.append((name, REGISTRY[name].KERNEL, tuple(numba.typeof(a) for a in args)))
+        if REGISTRY[name].EARLY_KERNEL is not None:
+            out.append((name, REGISTRY[name].EARLY_KERNEL, tuple(numba.typeof(a) for a in args)))
     return out

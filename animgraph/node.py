@@ -83,6 +83,20 @@ characters to act on.  ``Instance`` calls them and names no node type:
 A fresh op's state is its initial row (``Plan.initial_state``), which a compiled step may
 copy to reset an op for chosen characters; a node type whose reset needs more than that row
 (a state that depends on the reset time, or a reset hook) says why in ``RESET``.
+
+Branches (optional: a node that needs some pose inputs only some of the time, as a state
+machine needs only its active state's): ``branch_bits()`` maps input ports to bit numbers, and
+the node keeps two state fields, named by ``LIVE_FIELD`` and ``ENTERED_FIELD`` (offsets into
+its state): a bit mask of the branches it needs this frame, and of those to restart this
+frame.  The planner gates every op whose every path to a graph output runs through one
+branch's ports (``animgraph.exclusive``): the op runs for a character only while the bit is
+live, and its state is first set to its initial row on a frame the bit is entered
+(``animgraph.gates``).  A skipped op keeps its state and its outputs go stale.  The masks must
+be written before the gated ops run: by an early kernel (``register(kernel, early=...)``), a
+second op of the node scheduled as soon as the inputs it reads are ready, which reads the
+input ports ``early_ports()[0]`` and writes the output ports ``early_ports()[1]`` (signals
+only; the node's other ports are its main kernel's).  Both kernels get the same ``ins``,
+``outs``, ``par`` and ``st``, so the early kernel passes what it decided on through ``st``.
 """
 
 from __future__ import annotations
@@ -272,6 +286,9 @@ class Node(BaseModel):
     PLUMBING: ClassVar[bool] = False  # graph plumbing (input, constant, output): no op, no verify case
     EXAMPLE: ClassVar[dict] = {}  # fields a newly added node needs besides its defaults (editor palette, generic tests)
     RESET: ClassVar[str] = ""  # why a reset needs more than the op's initial state row ("": a copy of it does)
+    EARLY_KERNEL: ClassVar[object] = None  # set by ``register(kernel, early=...)``: the early phase, if any
+    LIVE_FIELD: ClassVar[int] = -1  # branches: state offset of the mask of branches needed this frame
+    ENTERED_FIELD: ClassVar[int] = -1  # branches: state offset of the mask of branches to restart this frame
 
     @model_validator(mode="before")
     @classmethod
@@ -309,6 +326,14 @@ class Node(BaseModel):
         """Initial per-character float64 state (``time`` is the reset time in seconds)."""
         return np.zeros(0)
 
+    def early_ports(self):
+        """(input port names, output port names) of the early kernel (module doc); none without one."""
+        return (), ()
+
+    def branch_bits(self):
+        """{input port name: bit} of the pose inputs needed only while their bit is live (module doc); none by default."""
+        return {}
+
     # Python hooks (module doc): ``op`` this node's OpSlices, ``rows`` int64 character indices.
 
     @classmethod
@@ -342,8 +367,8 @@ def _takes_text(annotation):
 REGISTRY: dict = {}
 
 
-def register(kernel, tile=None):
-    """Class decorator: add a node model with its numba ``kernel`` (and optional lane ``tile`` kernel) to the registry."""
+def register(kernel, tile=None, early=None):
+    """Class decorator: add a node model with its numba ``kernel`` (optional: lane ``tile`` kernel, ``early`` kernel)."""
 
     def wrap(cls):
         name = cls.model_fields["type"].default
@@ -351,6 +376,7 @@ def register(kernel, tile=None):
             raise ValueError(f"node type {name!r} registered twice")
         cls.KERNEL = staticmethod(kernel)  # a numba dispatcher would otherwise bind as a method
         cls.TILE_KERNEL = staticmethod(tile) if tile is not None else None
+        cls.EARLY_KERNEL = staticmethod(early) if early is not None else None
         REGISTRY[name] = cls
         return cls
 

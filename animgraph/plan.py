@@ -35,7 +35,7 @@ import numpy as np
 from .assets import load_assets
 from .check import check, has_constant
 from .errors import GraphError
-from .executor import HEADER_WIDTH, OP_WIDTH, kinds
+from .executor import HEADER_WIDTH, OP_GATE, OP_GATE_END, OP_KIND, OP_WIDTH, kinds
 from .graph import Graph
 from .instance import Instance
 from .limits import MAX_BATCH, signal_value  # noqa: F401 (MAX_BATCH: plan.MAX_BATCH for callers)
@@ -116,6 +116,17 @@ class Plan:
                 raise GraphError(f"state() returned {s.shape[0]} values, first {b - a}", nid, None, self.file)
             st[a:b] = s
         return st
+
+    def running(self, node_id, st):
+        """Whether the op of ``node_id`` ran in the last step, per character of ``st`` ((B, n_state) the instance's
+        state): False while a branch it is needed only through is not live (``animgraph.gates``)."""
+        from .gates import GATE, LIVE, MASK
+
+        row = self.ops[self.op(node_id)]
+        live = np.ones(st.shape[0], np.bool_)
+        for k in range(row[OP_GATE], row[OP_GATE_END], GATE):
+            live &= (st[:, self.io[k + LIVE]].astype(np.int64) & self.io[k + MASK]) != 0
+        return live
 
     def instance(self, parallel=None, python=False, lanes=None):
         """A runnable Instance with its own state, signals, parameters and pose slots.
@@ -336,7 +347,11 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     ctx = PlanContext(skeleton, ranges, checked.spaces)
     ports = _lay_out_ports(checked, nodes, reuse_slots)
     par_ranges, par, state_ranges, initial_state = _lay_out_params_and_state(order, nodes, ctx, graph.path)
-    ops = _op_table(order, nodes, ports.io_ranges, par_ranges, state_ranges)
+    gate_io, gate_ranges, par = _lay_out_gates(checked, nodes, len(ports.io), par, state_ranges, initial_state)
+    ports.io = np.concatenate([ports.io, gate_io])
+    ports.pose_io = np.concatenate([ports.pose_io, np.zeros(len(gate_io), np.bool_)])
+    ops = _op_table(order, nodes, ports.io_ranges, par_ranges, state_ranges, gate_ranges)
+    walk = _walk_table(ops, order, checked.walk)
     outputs = {nid: (kind, loc, state_ranges[order.index(nid)][0]) for nid, (kind, loc) in ports.outputs.items()}
     clipbuf, db, tables = _clip_buffer(db, tables)
     n_slots = max(ports.slots, 1)
@@ -356,7 +371,7 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         n_state=len(initial_state),
         n_slots=n_slots,
         sig_init=ports.sig_init,
-        table=_table(ops, ports.io, db[3], len(ports.sig_init), n_slots, len(db[3]), len(db[0])),
+        table=_table(walk, ports.io, db[3], len(ports.sig_init), n_slots, len(db[3]), len(db[0])),
         clipbuf=clipbuf,
         inputs=ports.inputs,
         outputs=outputs,
@@ -427,6 +442,11 @@ def _lay_out_ports(checked, nodes, reuse_slots):
         n_sig += len(block)
         return n_sig - len(block)
 
+    for nid in order:  # an early kernel's outputs are read before its node's own op: laid out first
+        if type(nodes[nid]).EARLY_KERNEL is not None:
+            for name in nodes[nid].early_ports()[1]:
+                located[(nid, name)] = sig_block(np.zeros(SIGNAL_SIZE[checked.outputs[nid][name].signal]))
+
     for i, nid in enumerate(order):
         node, ins = nodes[nid], len(io)
         for name, port in checked.inputs[nid].items():
@@ -444,7 +464,9 @@ def _lay_out_ports(checked, nodes, reuse_slots):
         taken = _taken_over(node, nid, i, checked, last_read, kept)
         for name, port in checked.outputs[nid].items():
             pose_io.append(port.signal == "pose")
-            if name in taken:
+            if (nid, name) in located:  # an early output
+                pass
+            elif name in taken:
                 located[(nid, name)] = located[taken[name]]
             elif port.signal == "pose":
                 located[(nid, name)] = slots.take()
@@ -495,12 +517,40 @@ def _lay_out_params_and_state(order, nodes, ctx, file):
     return par_ranges, par, state_ranges, np.concatenate(state_parts) if state_parts else np.zeros(0)
 
 
-def _op_table(order, nodes, io_ranges, par_ranges, state_ranges):
-    """The op rows (``OP_WIDTH`` int64 each): node type, then ranges into io, parameters and state."""
+def _lay_out_gates(checked, nodes, at, par, state_ranges, initial_state):
+    """(gate entries, (start, stop) into io per op, parameters): each gated op's gates (``animgraph.gates``), to go at
+    ``at`` in io, and its initial state row appended to the parameters, where a restart copies it from."""
+    entries, ranges, par = [], [], [par]
+    n_par = sum(len(p) for p in par)
+    for nid, (s0, s1) in zip(checked.order, state_ranges):
+        start = at + len(entries)
+        marks = checked.gates.get(nid, [])
+        if marks:
+            par.append(initial_state[s0:s1])
+            for m, mask in marks:
+                ms = state_ranges[checked.order.index(m)][0]
+                cls = type(nodes[m])
+                entries += [ms + cls.LIVE_FIELD, ms + cls.ENTERED_FIELD, mask, n_par]
+            n_par += s1 - s0
+        ranges.append((start, at + len(entries)))
+    return np.array(entries, np.int64), ranges, np.concatenate(par)
+
+
+def _op_table(order, nodes, io_ranges, par_ranges, state_ranges, gate_ranges):
+    """The op rows (``OP_WIDTH`` int64 each): node type, then ranges into io, parameters, state and gates."""
     kind_of = {name: i for i, name in enumerate(kinds())}
-    rows = [[kind_of[nodes[nid].type], *io, *par, *st]  # the executor's OP_KIND, OP_INS, ... in order
-            for nid, io, par, st in zip(order, io_ranges, par_ranges, state_ranges)]
+    rows = [[kind_of[nodes[nid].type], *io, *par, *st, *gate]  # the executor's OP_KIND, OP_INS, ... in order
+            for nid, io, par, st, gate in zip(order, io_ranges, par_ranges, state_ranges, gate_ranges)]
     return np.array(rows, dtype=np.int64).reshape(-1, OP_WIDTH)
+
+
+def _walk_table(ops, order, walk):
+    """The rows the executor walks, in ``walk`` order: a node's row, and before it, for a node with an early kernel,
+    the same row with the early kind (``executor.early_kind``)."""
+    at = {nid: i for i, nid in enumerate(order)}
+    rows = ops[[at[nid] for nid, _ in walk]].copy()
+    rows[[k for k, (_, early) in enumerate(walk) if early], OP_KIND] += len(kinds())
+    return rows
 
 
 def _clip_buffer(db, tables):

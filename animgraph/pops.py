@@ -209,10 +209,12 @@ class PopFinder:
     def _snapshot(self, inst):
         """Copies (float64) of every pose output of the watched character, and the output in world space."""
         c = self.character if inst.batch > 1 else ...
-        snap = {}
+        snap, ran = {}, {}
         for nid, port, _, _ in self.nodes:
             view = inst.port(nid, port)
             snap[(nid, port)] = tuple(np.array(a[c], np.float64) for a in view.as_tuple())
+            ran[(nid, port)] = bool(self.plan.running(nid, inst.st)[self.character])
+        snap["ran"] = ran  # a node skipped (an inactive state's) holds a stale output: never a culprit
         out = snap[(self.output, "pose")]
         if self.plan.checked.spaces.get((self.output, "pose", "out")) == "global":
             snap["world"] = (out[0], out[3])
@@ -224,6 +226,9 @@ class PopFinder:
         """The node that introduced the output's pops ``target`` (J,) bool, or None."""
         pops, reaching, anywhere = {}, (0.0, None), (0.0, None)
         for nid, port, local, sources in self.nodes:
+            if not (prev["ran"][(nid, port)] and now["ran"][(nid, port)]):
+                pops[(nid, port)] = np.zeros(len(self.names), np.bool_)
+                continue
             ratio = self._ratio(prev[(nid, port)], now[(nid, port)], local, dt)
             mine = pops[(nid, port)] = ratio > 1.0
             fed = np.zeros_like(mine)

@@ -547,6 +547,10 @@ class Sample(Node):
         None, ge=-TIME_MAX, le=TIME_MAX, allow_inf_nan=False,
         description=f"fixed sampling time [-{TIME_MAX:g}, {TIME_MAX:g}] s; null runs the node's own clock",
     )
+    start: float = Field(
+        0.0, ge=-TIME_MAX, le=TIME_MAX, allow_inf_nan=False,
+        description="where the own clock starts (s) on a reset and on entering its state (a clip's lead-in skipped)",
+    )
     root_motion: bool = Field(
         False,
         description="separate the simulation bone: the pose comes out relative to it (root joints) and its "
@@ -594,8 +598,8 @@ class Sample(Node):
                         root_motion=self.root_motion, contacts=self.contacts)
 
     def state(self, ctx, time=0.0):
-        """The own clock (s), set so that the first frame after a reset shows exactly ``time``."""
-        return ST.pack(clock=time)
+        """The own clock (s), set so that the first frame after a reset to ``time`` shows ``start + time``."""
+        return ST.pack(clock=self.start + time)
 
 
 def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):

@@ -23,8 +23,13 @@ state changes, and per state ``<state>_time``: seconds since it was last entered
 entry, rate 1 while active, held while not), which a state's samples may link to their
 ``time`` input so the state's clips start from their beginning on entry.
 
-This version evaluates every state's input every frame; skipping the inactive ones is
-the planner's next step (``animgraph.exclusive`` finds the nodes a state owns).
+Only the active state's nodes run: the machine decides in an early kernel, before the
+nodes its states need (``animgraph.node``, branches), and the planner gates every node
+needed only through one state's inputs (its pose and ``<state>_motion``) on that state
+being active (``animgraph.gates``).  A skipped node keeps its state; on entering a state
+with ``reset_on_enter`` (default) its nodes restart from their initial state, so its clips
+play from their beginning.  A node also needed elsewhere (by a condition, another state,
+an output) always runs.
 """
 
 from __future__ import annotations
@@ -56,12 +61,15 @@ UNBOUNDED = 1e300  # an absent above/below (parameters are finite)
 PAR = fields("StateMachinePar", states=1, conditions=1, transitions=1, hops=1, jump=1)
 ROW = fields("StateMachineRow", src=1, dst=1, condition=1, above=1, below=1, duration=1)
 # State: current state, seconds in it, travel target (-1 none), last travel input, travel hops taken, a previous
-# output exists, seconds since the last change, an offset shows, its duration; then per state the seconds since
-# it was entered; then per joint the previous output (kineform) and the offset, each a block of joints rows.
+# output exists, seconds since the last change, an offset shows, its duration, this frame's change (its duration;
+# -1 none: the early kernel tells the pose kernel), the states needed now and those entered now (bit masks, see
+# animgraph.node's branches); then per state the seconds since it was entered; then per joint the previous output
+# (kineform) and the offset, each a block of joints rows.
 ST = fields("StateMachineSt", cur=1, time=1, target=1, last_travel=1, travelled=1, shown=1, elapsed=1, active=1,
-            length=1)
+            length=1, hop=1, live=1, entered=1)
 JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET)
-FIXED_OUTS = fields("StateMachineOut", pose=1, state=1, time_in_state=1, changed=1)  # then <state>_time each
+FIXED_OUTS = fields("StateMachineOut", pose=1, motion=1, state=1, time_in_state=1, changed=1)  # then <state>_time
+MOTION = 6  # a motion signal's floats
 
 
 @njit(cache=True)
@@ -108,9 +116,9 @@ def follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur):
     return int(par[table + cur * n + target]), target
 
 
-@njit(cache=True, inline="always")
-def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
-    """The executor's call: decide this frame's state from the conditions (or travel), show its pose inertialized."""
+@njit(cache=True)
+def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
+    """The early kernel: this frame's state from the conditions (or travel); its times and the states needed now."""
     n, n_cond, n_trans = int(par[PAR.states]), int(par[PAR.conditions]), int(par[PAR.transitions])
     rows = PAR.SIZE + n_cond
     cur = int(st[ST.cur])
@@ -136,6 +144,23 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
     else:
         st[ST.time] += dt
         times[cur] += dt
+    restart = par[rows + n_trans * ROW.SIZE + n * n + cur] > 0.5  # the state's reset_on_enter
+    st[ST.cur], st[ST.hop] = cur, length if changed else -1.0
+    st[ST.live], st[ST.entered] = float(1 << cur), float(1 << cur) if changed and restart else 0.0
+    sig[outs[FIXED_OUTS.state]] = cur
+    sig[outs[FIXED_OUTS.time_in_state]], sig[outs[FIXED_OUTS.time_in_state] + 1] = st[ST.time], 1.0
+    sig[outs[FIXED_OUTS.changed]] = 1.0 if changed else 0.0
+    for s in range(n):
+        o = outs[FIXED_OUTS.SIZE + s]
+        sig[o], sig[o + 1] = times[s], 1.0 if s == cur else 0.0
+
+
+@njit(cache=True, inline="always")
+def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: the state the early kernel chose, its pose inertialized from the previous output."""
+    n, n_cond = int(par[PAR.states]), int(par[PAR.conditions])
+    cur, length = int(st[ST.cur]), st[ST.hop]
+    changed = length >= 0.0
     inp = slot(pose, ins[cur])
     out = slot(pose, outs[FIXED_OUTS.pose])
     joints = inp[0].shape[0]
@@ -155,13 +180,10 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
         st[ST.active] = 0.0
     inertialize_kernel(inp, off, st[ST.active] > 0.5, True, st[ST.length], st[ST.elapsed], out)
     copy_pose(out, prev)
-    st[ST.shown], st[ST.cur] = 1.0, cur
-    sig[outs[FIXED_OUTS.state]] = cur
-    sig[outs[FIXED_OUTS.time_in_state]], sig[outs[FIXED_OUTS.time_in_state] + 1] = st[ST.time], 1.0
-    sig[outs[FIXED_OUTS.changed]] = 1.0 if changed else 0.0
-    for s in range(n):
-        o = outs[FIXED_OUTS.SIZE + s]
-        sig[o], sig[o + 1] = times[s], 1.0 if s == cur else 0.0
+    st[ST.shown] = 1.0
+    src, dst = ins[n + n_cond + 1 + cur], outs[FIXED_OUTS.motion]  # the active state's root motion, if linked
+    for k in range(MOTION):
+        sig[dst + k] = sig[src + k] if src >= 0 else 0.0
 
 
 class State(BaseModel):
@@ -170,6 +192,7 @@ class State(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=IDENTIFIER, max_length=64, description="the state's name (an identifier)")
+    reset_on_enter: bool = Field(True, description="restart the nodes only this state needs when it is entered")
 
 
 class Transition(BaseModel):
@@ -188,7 +211,7 @@ class Transition(BaseModel):
     priority: int = Field(0, ge=-1000, le=1000, description="lower first among those that hold [-1000, 1000]")
 
 
-@register(state_machine_node)
+@register(state_machine_node, early=state_machine_decide)
 class StateMachine(Node):
     """States with a pose input each; prioritised, interruptible transitions on conditions, inertialized."""
 
@@ -201,6 +224,7 @@ class StateMachine(Node):
 
     CATEGORY = "transitions"
     FIELD_KINDS = {"start": "state", "states": "branches", "transitions": "branches"}
+    LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
     EXAMPLE = {"start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
                "transitions": [{"from": "a", "to": "b", "when": "speed", "above": 0.5},
                                {"from": "b", "to": "a", "when": "speed", "below": 0.5}]}
@@ -212,9 +236,9 @@ class StateMachine(Node):
         for name in names:
             if name in seen:
                 raise ValueError(f"state {name!r} appears twice")
-            if name in FIXED_PORTS or name.endswith("_time"):
+            if name in FIXED_PORTS or name.endswith(("_time", "_motion")):
                 raise ValueError(f"state {name!r} collides with a port name (pose, motion, state, time_in_state, "
-                                 f"changed, travel, <state>_time)")
+                                 f"changed, travel, <state>_time, <state>_motion)")
             seen.add(name)
         if self.start not in seen:
             raise ValueError(f"start {self.start!r} is not a state (states: {', '.join(names)})")
@@ -231,7 +255,7 @@ class StateMachine(Node):
                 if t.above is not None or t.below is not None:
                     raise ValueError(f"{where}: above/below need a 'when' condition")
                 continue
-            if t.when in seen or t.when in FIXED_PORTS or t.when.endswith("_time"):
+            if t.when in seen or t.when in FIXED_PORTS or t.when.endswith(("_time", "_motion")):
                 raise ValueError(f"{where}: condition {t.when!r} collides with a state or port name")
             kind = "bool" if t.above is None and t.below is None else "scalar"
             if kinds.setdefault(t.when, kind) != kind:
@@ -259,7 +283,7 @@ class StateMachine(Node):
         if isinstance(new.get("transitions"), list):
             new["transitions"] = [t | {k: names.get(t[k], t[k]) for k in ("from", "to") if k in t}
                                   if isinstance(t, dict) else t for t in new["transitions"]]
-        ports = dict(names) | {f"{a}_time": f"{b}_time" for a, b in names.items()}
+        ports = dict(names) | {f"{a}{end}": f"{b}{end}" for a, b in names.items() for end in ("_time", "_motion")}
         return new, ports
 
     def conditions(self):
@@ -274,10 +298,14 @@ class StateMachine(Node):
         poses = tuple(Port(s.name, "pose", "local", f"pose of state {s.name!r}") for s in self.states)
         conds = tuple(Port(name, kind, "", f"condition {name!r}" + (" (bool)" if kind == "bool" else " (scalar)"))
                       for name, kind in self.conditions())
-        return poses + conds + (Port("travel", "int", "", "index of a state to travel to (other values: stay)", True),)
+        motions = tuple(Port(f"{s.name}_motion", "motion", "", f"root motion of state {s.name!r}", True)
+                        for s in self.states)
+        return (poses + conds + (Port("travel", "int", "", "index of a state to travel to (other values: stay)", True),)
+                + motions)
 
     def outputs(self):
         return (Port("pose", "pose", "local", "the active state's pose, transitions inertialized"),
+                Port("motion", "motion", "", "the active state's root motion (none linked: still)"),
                 Port("state", "int", "", "index of the active state"),
                 Port("time_in_state", "scalar", "", "seconds since the active state was entered (rate 1)"),
                 Port("changed", "bool", "", "1 on a frame the state changes"),
@@ -311,7 +339,17 @@ class StateMachine(Node):
         kinds = [BOOL if kind == "bool" else SCALAR for _, kind in self.conditions()]
         return np.concatenate([head, np.asarray(kinds, np.float64),
                                np.asarray([v for _, r in rows for v in r], np.float64).reshape(-1),
-                               np.asarray(table, np.float64).reshape(-1)])
+                               np.asarray(table, np.float64).reshape(-1),
+                               np.asarray([s.reset_on_enter for s in self.states], np.float64)])
+
+    def early_ports(self):
+        """The conditions and travel are read, and the state and its times written, before the states' nodes run."""
+        return ((*(name for name, _ in self.conditions()), "travel"),
+                ("state", "time_in_state", "changed", *(f"{s.name}_time" for s in self.states)))
+
+    def branch_bits(self):
+        """Each state's pose and motion inputs are needed only while it is active (bit: its index)."""
+        return {f"{s.name}{end}": i for i, s in enumerate(self.states) for end in ("", "_motion")}
 
     def state(self, ctx, time=0.0):
         """At the start state, no travel, no previous output: the first frame shows the start state's pose."""
@@ -346,11 +384,14 @@ class StateMachinePlayer:
         self.par = self.node.params()
         self.conds = self.node.conditions()
         n, m = len(self.node.states), len(self.conds)
-        self.ins = np.arange(n + m + 1, dtype=np.int64)  # poses in slots 0..n-1; each signal a 2-float block
+        self.ins = np.full(n + m + 1 + n, -1, dtype=np.int64)  # poses in slots 0..n-1; signals in 2-float blocks
+        self.ins[:n] = np.arange(n)
         self.ins[n:n + m] = np.arange(m) * 2
-        self.ins[n + m] = 2 * m  # travel
-        self.outs = np.asarray([n, 2 * m + 1, 2 * m + 2, 2 * m + 4] + [2 * m + 5 + 2 * s for s in range(n)], np.int64)
-        self.sig = np.zeros(2 * m + 5 + 2 * n)
+        self.ins[n + m] = 2 * m  # travel; no root motion inputs
+        motion = 2 * m + 5 + 2 * n
+        self.outs = np.asarray([n, motion, 2 * m + 1, 2 * m + 2, 2 * m + 4] + [2 * m + 5 + 2 * s for s in range(n)],
+                               np.int64)
+        self.sig = np.zeros(motion + MOTION)
         self.rows = None  # per batch item, the node's state row
 
     @property
@@ -380,6 +421,7 @@ class StateMachinePlayer:
         per_state, shown = [p.items() for p in items], out.items()  # kernel tuples per batch item (views of out)
         for b in range(count):
             slots = tuple(np.stack([q[b][c] for q in per_state] + [shown[b][c]]).astype(np.float32) for c in range(6))
+            state_machine_decide(self.ins, self.outs, self.par, self.rows[b], slots, self.sig, (), dt)
             state_machine_node(self.ins, self.outs, self.par, self.rows[b], slots, self.sig, (), dt)
             for c in range(6):
                 shown[b][c][...] = slots[c][len(items)]
@@ -403,7 +445,7 @@ def verify_state_machine(m, t, h, rng):
     step(start, FRAME)  # a -> b: the offset from a's pose carried one frame on
     flags["go"] = False
     if rng.random() < 0.5:  # interrupted mid-transition: b -> a from the current output
-        mid = start + lag * rng.uniform(0.2, 0.6)
+        mid = start + (lag - 2 * FRAME) * rng.uniform(0.2, 0.6)  # the stencil starts a frame or more after it
         advance(step, start, mid)
         flags["back"] = True
         step(mid + FRAME, FRAME)

@@ -26,8 +26,10 @@ WALK = {"walk": "animgraph:walk", "jog": "animgraph:jog", "run": "animgraph:run"
 def machine_graph(transitions, states=("idle", "walk", "run"), conditions=(), **fields):
     """A graph: one sample per state (root-relative; idle: the walk held at 0.4 s), conditions from inputs, the machine
     to out."""
-    clips = {"idle": ("walk", {"time": 0.4, "loop": False}), "walk": ("walk", {}), "run": ("run", {}),
-             "jog": ("jog", {})}
+    # The bundled walk and jog clips start with 0.25 s of capture noise (the arm markers): states that restart them
+    # on entry skip it with ``start``, as a game's would.
+    clips = {"idle": ("walk", {"time": 0.4, "loop": False}), "walk": ("walk", {"start": 0.3}), "run": ("run", {}),
+             "jog": ("jog", {"start": 0.3})}
     nodes, links = [], []
     for name in states:
         clip, extra = clips.get(name, ("jog", {}))
@@ -82,8 +84,10 @@ def test_ports_follow_states_and_conditions():
                                         "transitions": [{"from": "idle", "to": "walk", "when": "speed", "above": 0.1},
                                                         {"from": "any", "to": "idle", "when": "stop"}]})
     assert [(p.name, p.signal) for p in node.inputs()] == [
-        ("idle", "pose"), ("walk", "pose"), ("speed", "scalar"), ("stop", "bool"), ("travel", "int")]
-    assert [p.name for p in node.outputs()] == ["pose", "state", "time_in_state", "changed", "idle_time", "walk_time"]
+        ("idle", "pose"), ("walk", "pose"), ("speed", "scalar"), ("stop", "bool"), ("travel", "int"),
+        ("idle_motion", "motion"), ("walk_motion", "motion")]
+    assert [p.name for p in node.outputs()] == ["pose", "motion", "state", "time_in_state", "changed", "idle_time",
+                                                "walk_time"]
     # "from" is written back as "from"
     assert node.model_dump(exclude_defaults=True, mode="json")["transitions"][1]["from"] == "any"
 
@@ -294,3 +298,96 @@ def test_renaming_a_state_in_the_editor_renames_its_references_and_links():
     doc.set_field("sm", "states", [{"name": "rest"}, {"name": "stroll"}, {"name": "run"}])
     assert next(n for n in doc.graph.nodes if n.id == "sm").start == "rest"
     assert doc.undo() and next(n for n in doc.graph.nodes if n.id == "sm").start == "idle"
+
+
+# ------------------------------------------------------------------ only the active state's nodes run
+
+
+def clock(inst, node_id, c=0):
+    """The own clock (s) of sample ``node_id`` for character ``c``: what moves only while the sample runs."""
+    from animgraph.executor import OP_STATE
+    from animgraph.nodes.sample import ST as SAMPLE_ST
+
+    plan = inst.plan
+    return float(inst.st[c, plan.ops[plan.op(node_id), OP_STATE] + SAMPLE_ST.clock])
+
+
+@pytest.mark.parametrize("how", ["compiled", "python", "lanes"])
+def test_only_the_active_states_nodes_run_and_restart_on_entry(how):
+    """Idle shows first: walk's and run's samples stay where they are; walk entered restarts its sample at its start and
+    runs it; run's stays paused; re-entering walk restarts it again.  The same on every executor."""
+    graph = machine_graph(TRANSITIONS, conditions=[("speed", "scalar")])
+    batch = 16 if how == "lanes" else 1
+    inst = ag.compile(graph, batch=batch).instance(python=how == "python", lanes=how == "lanes",
+                                                   parallel=False if how != "lanes" else None)
+    dt, script = 1 / 60, [0.0] * 20 + [1.0] * 30 + [3.0] * 30 + [1.0] * 30
+    seen = {}
+    for f, speed in enumerate(script):
+        out = inst.step(dt, {"speed": speed})
+        seen.setdefault(int(np.ravel(out["state"])[0]), f)
+        if f == 19:
+            assert clock(inst, "s_walk") == 0.3 and clock(inst, "s_run") == 0.0  # never ran: initial rows
+        if f == 49:  # walk since frame 20: shown 0.3 s + 29 dt, the clock one frame on
+            assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt) and clock(inst, "s_run") == 0.0
+        if f == 79:  # run since frame 50; walk paused where it was left
+            assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt)
+            assert clock(inst, "s_run") == pytest.approx(30 * dt)
+    assert seen == {0: 0, 1: 20, 2: 50}
+    assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt) and clock(inst, "s_run") == pytest.approx(30 * dt)
+    if batch > 1:  # every lane the same
+        plan = inst.plan
+        from animgraph.executor import OP_STATE
+        at = plan.ops[plan.op("s_walk"), OP_STATE]
+        assert np.all(inst.st[:, at] == inst.st[0, at])
+
+
+def test_a_state_without_reset_on_enter_resumes_its_nodes_where_they_paused():
+    graph = machine_graph(TRANSITIONS, conditions=[("speed", "scalar")])
+    sm = next(n for n in graph.nodes if n.id == "sm")
+    graph = graph.model_copy(update={"nodes": [n if n.id != "sm" else sm.model_copy(update={"states": [
+        s.model_copy(update={"reset_on_enter": s.name != "walk"}) for s in sm.states]}) for n in graph.nodes]})
+    inst, dt = ag.compile(graph).instance(), 1 / 60
+    for f, speed in enumerate([1.0] * 31 + [3.0] * 20 + [1.0] * 10):
+        inst.step(dt, {"speed": speed})
+    # walk ran frames 1-30 and 51-60 (entered at frame 1: 0 -> walk), paused in between
+    assert clock(inst, "s_walk") == pytest.approx(0.3 + 40 * dt)
+
+
+def test_which_nodes_a_state_owns():
+    """A node feeding only one state's inputs is gated on it; one also feeding a condition (read by the machine before
+    the states run) or two states always runs; nested machines gate on both; a machine's state time may drive its own
+    state's sample (no cycle: the machine decides before its states run)."""
+    g = {"format": "animgraph.graph", "version": 1, "assets": WALK, "nodes": [
+        {"id": "speed", "type": "input", "signal": "scalar"},
+        {"id": "a1", "type": "sample", "clip": "walk", "contacts": True},
+        {"id": "b1", "type": "sample", "clip": "run"},
+        {"id": "both", "type": "sample", "clip": "jog"},
+        {"id": "mix", "type": "blend", "alpha": 0.5},
+        {"id": "p", "type": "sample", "clip": "walk", "loop": False},
+        {"id": "q", "type": "sample", "clip": "run"},
+        {"id": "inner", "type": "state_machine", "start": "p", "states": [{"name": "p"}, {"name": "q"}],
+         "transitions": [{"from": "p", "to": "q", "when": "speed", "above": 2}]},
+        {"id": "outer", "type": "state_machine", "start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+         "transitions": [{"from": "a", "to": "b", "when": "planted"}, {"from": "b", "to": "c", "when": "speed",
+                                                                         "above": 1}]},
+        {"id": "out", "type": "output"}],
+        "links": [["speed.value", "inner.speed"], ["speed.value", "outer.speed"],
+                  ["a1.pose", "mix.a"], ["both.pose", "mix.b"], ["mix.pose", "outer.a"],
+                  ["a1.left_contact", "outer.planted"],
+                  ["b1.pose", "outer.b"], ["outer.b_time", "b1.time"],
+                  ["p.pose", "inner.p"], ["q.pose", "inner.q"], ["inner.pose", "outer.c"],
+                  ["two.motion", "outer.a_motion"], ["two.motion", "outer.c_motion"], ["outer.pose", "out.pose"]]}
+    g["nodes"].insert(0, {"id": "two", "type": "sample", "clip": "walk", "root_motion": True})
+    plan = ag.compile(ag.Graph.from_dict(g))
+    gates = plan.checked.gates
+    assert "a1" not in gates and "two" not in gates  # feeds a condition too; feeds two states
+    assert gates["mix"] == [("outer", 1)] and gates["b1"] == [("outer", 2)]
+    assert gates["inner"] == [("outer", 4)]
+    assert sorted(gates["p"]) == [("inner", 1), ("outer", 4)] and sorted(gates["q"]) == [("inner", 2), ("outer", 4)]
+    assert "both" in gates and gates["both"] == [("outer", 1)]  # only through mix, only state a's
+    walk = plan.checked.walk
+    assert walk.index(("outer", True)) < walk.index(("b1", False)) < walk.index(("outer", False))
+    inst = plan.instance()
+    for f in range(5):
+        inst.step(1 / 60, {"speed": 0.0})
+    assert clock(inst, "p") == 0.0 and clock(inst, "q") == 0.0  # outer in a (or b): inner's states never ran

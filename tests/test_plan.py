@@ -7,7 +7,7 @@ import pytest
 
 import animgraph as ag
 from animgraph import graph as graph_mod
-from animgraph.executor import OP_KIND, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END, kinds
+from animgraph.executor import OP_KIND, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END, OP_WIDTH, kinds
 from animgraph.node import REGISTRY, SIGNAL_SIZE, Node, Port, register
 from animgraph.nodes.sample import key_table
 from animgraph.plan import make_plan
@@ -127,7 +127,7 @@ def test_op_ranges_tile_params_and_state():
     # The executor's table holds the same op rows, locators and parents.
     t = plan.table
     n, ops_at, io_at, parents_at = t[:4]
-    np.testing.assert_array_equal(t[ops_at:ops_at + 8 * n].reshape(n, 8), plan.ops)
+    np.testing.assert_array_equal(t[ops_at:ops_at + OP_WIDTH * n].reshape(n, OP_WIDTH), plan.ops)  # no early kernels here
     np.testing.assert_array_equal(t[io_at:parents_at], plan.io)
     np.testing.assert_array_equal(t[parents_at:], plan.skeleton.parents)
 
