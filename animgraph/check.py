@@ -2,7 +2,8 @@
 
 ``check(graph)`` returns a ``Checked`` (the schedule and the resolved port table)
 or raises ``GraphError`` naming the file, node id and port.  Nodes that feed no
-output are reported as ``GraphWarning``s and left out of the schedule.
+output are reported as ``GraphWarning``s and left out of the schedule; so is what a node's
+own ``warnings()`` says (a state machine's unreachable state).
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def check(graph, file=None, warn=True):
                 raise GraphError(f"required {port.signal} input is not linked", nid, name, file)
     pruned = [nid for nid in order if nid not in used]
     notes = [f"node {nid!r} feeds no output: left out of the plan" for nid in pruned]
+    notes += [f"node {node.id!r}: {note}" for node in graph.nodes for note in node.warnings()]
     if warn:
         for note in notes:
             warnings.warn(f"{file}: {note}" if file else note, GraphWarning, stacklevel=2)

@@ -309,6 +309,11 @@ class Node(BaseModel):
         """Initial per-character float64 state (``time`` is the reset time in seconds)."""
         return np.zeros(0)
 
+    def warnings(self) -> list[str]:
+        """What runs but is probably not meant (a state no transition reaches), one line each; ``check`` prefixes
+        the node id and reports them as it reports nodes that feed no output."""
+        return []
+
     # Python hooks (module doc): ``op`` this node's OpSlices, ``rows`` int64 character indices.
 
     @classmethod
