@@ -2,7 +2,8 @@
 
 ``check(graph)`` returns a ``Checked`` (the schedule and the resolved port table)
 or raises ``GraphError`` naming the file, node id and port.  Nodes that feed no
-output are reported as ``GraphWarning``s and left out of the schedule.
+output are reported as ``GraphWarning``s and left out of the schedule; so is what a node's
+own ``warnings()`` says (a state machine's unreachable state).
 """
 
 from __future__ import annotations
@@ -178,6 +179,7 @@ def check(graph, file=None, warn=True):
     if gates:  # an early kernel runs before the ops its branches gate (no cycle: module exclusive)
         dag.add_edges_from((m + EARLY, nid) for nid, marks in gates.items() for m, _ in marks)
         walk = _schedule(dag, index, feeds, file)
+    notes += [f"node {node.id!r}: {note}" for node in graph.nodes for note in node.warnings()]
     if warn:
         for note in notes:
             warnings.warn(f"{file}: {note}" if file else note, GraphWarning, stacklevel=2)

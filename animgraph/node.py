@@ -334,6 +334,11 @@ class Node(BaseModel):
         """{input port name: bit} of the pose inputs needed only while their bit is live (module doc); none by default."""
         return {}
 
+    def warnings(self) -> list[str]:
+        """What runs but is probably not meant (a state no transition reaches), one line each; ``check`` prefixes
+        the node id and reports them as it reports nodes that feed no output."""
+        return []
+
     # Python hooks (module doc): ``op`` this node's OpSlices, ``rows`` int64 character indices.
 
     @classmethod

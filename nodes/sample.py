@@ -41,6 +41,16 @@ clip's ``left_contact``/``right_contact`` tracks, ``animgraph.tracks``, at its k
 root-relative variant keeps the tracks of the clip as captured), output as
 ``left_contact``/``right_contact`` at the key *nearest* the sampled time: the same time as the
 pose, so looping, rate and the ``time`` input move them alike.
+
+Time left (``time_left``, always output): the seconds until the clip's end at the current playback
+rate (its start when the rate is negative), ``R / |rate|`` with ``R`` the clip seconds still to
+play from the sampled time; ``TIME_LEFT_NEVER`` with rate 0 for a looping clip, a rate of 0, or
+more than that far away.  Its rate: the clip time moves at ``rate``, so ``dR/dt = -|rate|`` and
+``d/dt (R / |rate|) = -1 - (R / |rate|) d|rate|/dt / |rate|``, with ``d|rate|/dt`` from the
+``rate`` signal's own rate.  Driven by the ``time`` input, the rate is the time's rate, whose
+own rate the signal does not carry: it is taken as 0 (exact for a time moving at a steady rate,
+such as a state machine's ``<state>_time``).  So "leave when the clip is about to end" is a
+scalar condition ``below`` on it.
 """
 
 import math
@@ -107,6 +117,8 @@ INPUTS = (
 # motion is second when present, the contacts follow.
 OUTPUTS = (
     Port("pose", "pose", "local", "sampled local pose with velocities"),
+    Port("time_left", "scalar", "", "seconds until the clip's end (start, playing backwards) at the current rate "
+         "and its rate; 1e9 when looping or at rate 0"),
     Port("motion", "motion", "", "root motion: the simulation bone's velocity and angular velocity in its own frame"),
     Port("left_contact", "bool", "", "the left toe is planted at the sampled time (the clip's nearest key)"),
     Port("right_contact", "bool", "", "the right toe is planted at the sampled time (the clip's nearest key)"),
@@ -116,6 +128,7 @@ IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # signal: the planner feeds an unlinked rate port its field).
 PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1)
 ST = fields("SampleSt", clock=1)  # the own clock (s)
+TIME_LEFT_NEVER = 1e9  # s: the time left of a clip that never ends (looping, or at rate 0)
 
 
 @njit(cache=True)
@@ -486,14 +499,46 @@ def sample_time(ins, par, st, sig):
 
 
 @njit(cache=True)
+def time_left(t, rate, rate_dx, frames, key_dt, loop):
+    """Seconds (and their rate) until the clip's end, its start when ``rate`` < 0, from clip time ``t`` (s).
+
+    ``rate`` (s/s) and its rate ``rate_dx`` (1/s); ``TIME_LEFT_NEVER`` with rate 0 when it never ends (module doc).
+    """
+    if loop or rate == 0.0:
+        return TIME_LEFT_NEVER, 0.0
+    remaining = (frames - 1) * key_dt - t if rate > 0.0 else t
+    if remaining <= 0.0:  # at (or past) the end it plays towards: the clip holds
+        return 0.0, 0.0
+    speed = abs(rate)
+    left = remaining / speed
+    if not left < TIME_LEFT_NEVER:
+        return TIME_LEFT_NEVER, 0.0
+    speed_dx = rate_dx if rate > 0.0 else -rate_dx
+    return left, -1.0 - left * speed_dx / speed
+
+
+@njit(cache=True)
+def rate_rate(ins, sig):
+    """The playback rate's own rate (1/s): the ``rate`` signal's on the own clock, 0 when the time input drives."""
+    if ins[IN.time] >= 0 or ins[IN.rate] < 0:
+        return 0.0
+    dx = sig[ins[IN.rate] + 1]
+    return dx if math.isfinite(dx) else 0.0
+
+
+@njit(cache=True)
 def sample_signals(ins, outs, par, st, sig, db, t, rate, dt):
-    """After the pose: the root motion and contacts at time ``t``, and the own clock advanced by ``rate * dt``."""
+    """After the pose: the time left, root motion and contacts at time ``t``, and the own clock advanced by
+    ``rate * dt``."""
     start, frames, key_dt = int(par[PAR.start]), int(par[PAR.frames]), par[PAR.key_dt]
     cubic, loop, root_motion = par[PAR.cubic] > 0.5, par[PAR.loop] > 0.5, par[PAR.root_motion] > 0.5
+    left, left_dx = time_left(t, rate, rate_rate(ins, sig), frames, key_dt, loop)
+    sig[outs[OUT.time_left]] = left
+    sig[outs[OUT.time_left] + 1] = left_dx
     if root_motion:
         put_motion(sig, outs[OUT.motion], db, start, frames, key_dt, t, rate, cubic, loop)
     if par[PAR.contacts] > 0.5:
-        c = 2 if root_motion else 1  # the contact ports follow the optional motion port
+        c = OUT.motion + 1 if root_motion else OUT.motion  # the contact ports follow the optional motion port
         put_contacts(sig, outs[c], outs[c + 1], db, start, frames, key_dt, t, loop)
     if ins[IN.time] < 0:
         st[ST.clock] = advance(t, rate * dt, frames, key_dt, loop)

@@ -359,6 +359,20 @@ class StateMachine(Node):
         st[ST.target], st[ST.last_travel] = -1.0, -1.0
         return st
 
+    def warnings(self):
+        """A line per state no chain of transitions reaches from ``start`` (a transition ``from: "any"`` reaches its
+        target from every other state): only travel's jump gets there."""
+        import networkx as nx
+
+        from animgraph.travel import transition_graph
+
+        index = {s.name: i for i, s in enumerate(self.states)}
+        graph = transition_graph(len(self.states), [(ANY if t.source == "any" else index[t.source], index[t.to])
+                                                     for t in self.transitions])
+        reached = nx.descendants(graph, index[self.start]) | {index[self.start]}
+        return [f"state {s.name!r} cannot be reached from start {self.start!r} by any transition (only a travel "
+                f"jump enters it)" for i, s in enumerate(self.states) if i not in reached]
+
 
 # ---------------------------------------------------------------- op
 

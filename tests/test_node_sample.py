@@ -316,11 +316,11 @@ class Harness:
         self.ctx = ctx
         j = len(clip.skeleton)
         self.pose = tuple(np.zeros((slots, j, 4 if f == 1 else 3), np.float32) for f in range(6))
-        self.sig = np.zeros(8)
+        self.sig = np.zeros(10)
         # time unlinked; the rate port fed the field as the planner feeds an unlinked port (a constant block)
         self.sig[6:8] = (node.rate, 0.0)
         self.ins = np.array([-1, 6], np.int64)
-        self.outs = np.array([1], np.int64)
+        self.outs = np.array([1, 8], np.int64)  # the pose in slot 1, time_left at sig[8:10]
 
     def reset(self, time=0.0):
         self.st = self.node.state(self.ctx, time)
@@ -605,7 +605,7 @@ def test_contacts_follow_rate_and_the_time_input():
         return np.ascontiguousarray(np.concatenate([z(7), a, z(3)]))
 
     h.db = h.db[:3] + (skel.parents.astype(np.int64),) + tuple(padded(t) for t in CLIP_TABLES)
-    h.outs = np.array([1, 4, 5], np.int64)  # pose slot 1, the contacts at sig[4], sig[5]
+    h.outs = np.array([1, 8, 4, 5], np.int64)  # pose slot 1, time_left at sig[8:10], the contacts at sig[4], sig[5]
     h.reset(0.0)
     h.ins[0] = 2
     for t in (0.0, 0.4 * clip.dt, 0.6 * clip.dt, 100.3 * clip.dt, -1.0, 1e3):
@@ -621,3 +621,113 @@ def test_contacts_need_toes():
     with pytest.raises(ag.GraphError, match="'s'.*'contacts'.*left_toe"):
         Sample(id="s", clip="c", contacts=True).params(ctx)
     assert Sample(id="s", clip="c").params(ctx)[PAR.contacts] == 0.0
+
+
+# ------------------------------------------------------------------ time left
+
+
+def test_time_left_by_hand_on_the_own_clock():
+    # (end - t) / rate forwards, t / |rate| backwards; its rate by the quotient rule with dt/dt_clock = rate:
+    # d/dt (end - t) / r = (-r r - (end - t) r') / r^2, d/dt t / (-r) = (-r r + t r') / r^2.
+    clip = synthetic_clip()
+    end = (clip.frames - 1) * clip.dt
+    h = Harness(clip, Sample(id="s", clip="c", mode="cubic", loop=False))
+    for t0, rate, rate_dx in ((0.1, 1.0, 0.0), (0.37, 0.5, 0.0), (0.37, 1.7, 0.4), (0.5, -0.8, 0.0),
+                              (0.62, -1.3, -0.9), (0.2, 0.25, -2.0)):
+        h.reset(t0)
+        h.sig[6:8] = (rate, rate_dx)
+        h.step(1 / 60)
+        if rate > 0:
+            want = ((end - t0) / rate, (-rate * rate - (end - t0) * rate_dx) / rate**2)
+        else:
+            want = (t0 / -rate, (-rate * rate + t0 * rate_dx) / rate**2)
+        np.testing.assert_allclose(h.sig[8:10], want, rtol=1e-12, err_msg=str((t0, rate, rate_dx)))
+    for t0, rate in ((end, 1.0), (0.0, -1.0)):  # at the end it plays towards: held, nothing left
+        h.reset(t0)
+        h.sig[6:8] = (rate, 0.3)
+        h.step(1 / 60)
+        assert list(h.sig[8:10]) == [0.0, 0.0]
+
+
+def test_time_left_is_never_when_looping_or_still():
+    from animgraph.nodes.sample import TIME_LEFT_NEVER
+
+    clip = synthetic_clip()
+    for loop, rate in ((True, 1.0), (True, -2.0), (False, 0.0), (False, 1e-12)):
+        h = Harness(clip, Sample(id="s", clip="c", loop=loop))
+        h.reset(0.3)
+        h.sig[6:8] = (rate, 0.5)
+        h.step(1 / 60)
+        assert list(h.sig[8:10]) == [TIME_LEFT_NEVER, 0.0], (loop, rate)
+    assert TIME_LEFT_NEVER >= 1e9  # beyond any session a condition is meant to see
+
+
+def test_time_left_follows_the_time_input():
+    # Driven: the clock is the input, its rate is the playback rate (steady: its own rate is not carried).
+    clip = synthetic_clip()
+    end = (clip.frames - 1) * clip.dt
+    h = Harness(clip, Sample(id="s", clip="c", loop=False, time=0.3))
+    h.ins[0] = 2
+    h.reset(0.0)
+    for t, rate, want in ((0.41, 0.75, ((end - 0.41) / 0.75, -1.0)), (0.41, -2.0, (0.41 / 2.0, -1.0)),
+                          (end + 1.0, 1.0, (0.0, 0.0)), (-1.0, 1.0, (end + 1.0, -1.0))):
+        h.sig[2:4] = (t, rate)
+        h.sig[6:8] = (1.0, 5.0)  # the rate port is not read while the time drives
+        h.step(1 / 60)
+        np.testing.assert_allclose(h.sig[8:10], want, rtol=1e-12, err_msg=str((t, rate)))
+    h.sig[2:4] = (0.3, 0.0)  # the field's fixed time: a held pose never ends
+    h.step(1 / 60)
+    assert h.sig[8] >= 1e9 and h.sig[9] == 0.0
+
+
+def time_left_plan(loop=False, batch=1, mode="cubic", clip="walk"):
+    """A sample whose rate is the input ``r``; its pose and ``time_left`` are graph outputs."""
+    g = ag.Graph.from_dict({
+        "format": "animgraph.graph", "version": 2, "assets": {clip: f"animgraph:{clip}"},
+        "nodes": [{"id": "r", "type": "input", "signal": "scalar", "default": 1.0, "min": -2.0, "max": 2.0},
+                  {"id": "s", "type": "sample", "clip": clip, "mode": mode, "loop": loop},
+                  {"id": "left", "type": "output", "signal": "scalar"}, {"id": "out", "type": "output"}],
+        "links": [["r.value", "s.rate"], ["s.time_left", "left.value"], ["s.pose", "out.pose"]]})
+    return ag.compile(g, batch=batch)
+
+
+@pytest.mark.parametrize("forwards", [True, False])
+def test_time_left_rate_matches_central_fd_under_a_ramped_rate(forwards):
+    # The rate ramps linearly at ``a`` (its rate given with it) while the own clock runs it.  The clock
+    # integrates the rate by steps (t += r dt), so it runs a dt/2 behind the ramp: the FD of the time
+    # left sees its rate off by at most (a dt / 2) / |r| * 2 (the clock and the divisor), plus float noise.
+    skel, clip = ag.data.load("walk")
+    end = (clip.frames - 1) * clip.dt
+    inst = time_left_plan().instance()
+    dt, a = 1 / 960, (0.5 if forwards else -0.5)
+    r0 = 0.6 if forwards else -0.6
+    inst.reset(0.2 if forwards else end - 0.2)
+    values, rates, speeds = [], [], []
+    for n in range(900):  # ~0.94 s, the rate from 0.6 to ~1.07 in size
+        r = r0 + a * n * dt
+        out = np.asarray(inst.step(dt, {"r": (r, a)})["left"]).reshape(-1)
+        values.append(out[0]), rates.append(out[1]), speeds.append(abs(r))
+    values, rates, speeds = np.array(values), np.array(rates), np.array(speeds)
+    fd = (values[2:] - values[:-2]) / (2 * dt)
+    bound = abs(a) * dt / speeds[1:-1] + 1e-9
+    assert np.all(np.abs(rates[1:-1] - fd) <= bound), np.abs(rates[1:-1] - fd).max()
+    # The ramp matters: without its term (the time left times a / r) the rate would be off by far more.
+    assert np.min(np.abs(values[1:-1] * a / speeds[1:-1])) > 100 * bound.max()
+    assert values[-1] > 0.0  # still before the end: every difference was on the smooth part
+
+
+def test_time_left_is_never_through_the_graph_when_looping():
+    inst = time_left_plan(loop=True).instance()
+    inst.reset(0.5)
+    for r in (1.0, -1.5, 0.0):
+        out = np.asarray(inst.step(1 / 60, {"r": (r, 0.2)})["left"]).reshape(-1)
+        assert out[0] >= 1e9 and out[1] == 0.0
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_time_left_on_lanes_equals_per_character(mode):
+    # Batch 19: a full lane tile and a padded one; per-character rates in [-1, 1] (through zero), switched.
+    from test_lane_executor import run_both
+
+    values, rates = run_both(time_left_plan(batch=19, mode=mode), 400, seed=5)
+    assert values <= 1e-5 and rates <= 1e-4

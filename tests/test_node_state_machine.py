@@ -391,3 +391,55 @@ def test_which_nodes_a_state_owns():
     for f in range(5):
         inst.step(1 / 60, {"speed": 0.0})
     assert clock(inst, "p") == 0.0 and clock(inst, "q") == 0.0  # outer in a (or b): inner's states never ran
+
+# ------------------------------------------------------------------ unreachable states: a warning
+
+
+REACH = [{"from": "idle", "to": "walk", "when": "go"}, {"from": "walk", "to": "idle", "when": "stop"},
+         {"from": "any", "to": "run", "when": "fast"}, {"from": "turn", "to": "idle", "when": "stop"},
+         {"from": "jog", "to": "turn", "when": "go"}]
+
+
+def test_unreachable_states_are_warnings_naming_the_state():
+    # Reached from idle: walk (a chain), run (from any state); turn and jog only lead into the reachable part.
+    sm = StateMachine(id="loco", start="idle", states=[{"name": s} for s in ("idle", "walk", "run", "turn", "jog")],
+                      transitions=REACH)
+    said = sm.warnings()
+    assert len(said) == 2 and all("cannot be reached from start 'idle'" in s for s in said), said
+    assert "'turn'" in said[0] and "'jog'" in said[1]
+    # A ring through every state, or "any" into each: nothing to say; "any" into the start alone reaches nothing.
+    ring = [{"from": a, "to": b} for a, b in zip("abc", "bca")]
+    assert StateMachine(id="m", start="a", states=[{"name": s} for s in "abc"], transitions=ring).warnings() == []
+    back = [{"from": "any", "to": "a"}]
+    assert len(StateMachine(id="m", start="a", states=[{"name": s} for s in "abc"], transitions=back).warnings()) == 2
+    assert StateMachine(id="m", start="a", states=[{"name": "a"}]).warnings() == []
+
+
+def test_check_reports_an_unreachable_state_as_the_graph_s_warning():
+    from animgraph.check import GraphWarning, check
+
+    graph = machine_graph(REACH, states=("idle", "walk", "run", "turn", "jog"),
+                          conditions=[("go", "bool"), ("stop", "bool"), ("fast", "bool")])
+    with pytest.warns(GraphWarning) as caught:
+        checked = check(graph)
+    notes = [n for n in checked.warnings if n.startswith("node 'sm': state ")]
+    assert len(notes) == 2 and "'turn'" in notes[0] and "'jog'" in notes[1], checked.warnings
+    assert {str(w.message) for w in caught} >= set(notes)
+    with pytest.warns(GraphWarning):
+        assert ag.compile(graph).warnings == checked.warnings  # it still plans
+
+
+def test_validate_prints_the_unreachable_state_and_exits_0(capsys, tmp_path):
+    from animgraph.cli import main
+
+    path = tmp_path / "machine.json"
+    machine_graph(REACH, states=("idle", "walk", "run", "turn", "jog"),
+                  conditions=[("go", "bool"), ("stop", "bool"), ("fast", "bool")]).save(path)
+    assert main(["validate", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"OK {path}")
+    lines = err.splitlines()
+    assert len(lines) == 2 and all(str(path) in line and "warning" in line and "node 'sm': state" in line
+                                   for line in lines), lines
+    assert "'turn'" in lines[0] and "'jog'" in lines[1]
+
