@@ -108,36 +108,46 @@ def _schedule(dag, index, feeds, file):
         raise GraphError(f"cycle: {path}", dst, port, file) from None
 
 
-def _schedule_graph(nodes, feeds):
+def _schedule_graph(nodes, feeds, late=frozenset()):
     """The schedule's DiGraph: a vertex per node, and one more before it for its early kernel, which takes the
-    links to and from its early ports (``Node.early_ports``)."""
+    links to and from its early ports (``Node.early_ports``) except the ``late`` inputs ((node id, port) pairs:
+    read as the last frame left them)."""
     early = {nid: node.early_ports() for nid, node in nodes.items() if type(node).EARLY_KERNEL is not None}
     dag = nx.DiGraph()
     dag.add_nodes_from(nodes)
     dag.add_edges_from((nid + EARLY, nid) for nid in early)
     for (dst, dport), (src, sport) in feeds.items():
         u = src + EARLY if sport in early.get(src, ((), ()))[1] else src
-        v = dst + EARLY if dport in early.get(dst, ((), ()))[0] else dst
+        v = dst + EARLY if dport in early.get(dst, ((), ()))[0] and (dst, dport) not in late else dst
         dag.add_edge(u, v)
     return dag
 
 
-def _gates(nodes, feeds, order, sinks):
-    """{node id: [(branch node id, bit mask)]}: the branches (``Node.branch_bits``) each scheduled node is needed only
-    through; a node needed by several branches of one node, or by anything else, is not gated by it."""
-    branching = [nid for nid in order if type(nodes[nid]).EARLY_KERNEL is not None and nodes[nid].branch_bits()]
+def _gates(nodes, feeds, sinks):
+    """({node id: [(branch node id, bit mask)]}, late inputs): the branches (``Node.branch_bits``) each node is
+    needed only through, and the branch conditions (``Node.branch_conditions``) read a frame late because the
+    branch's own nodes compute them.  A node needed by several branches of one node, or by anything else, is not
+    gated; nor is one that only feeds a branch's conditions (it runs before the node decides, as any condition)."""
+    branching = [nid for nid, node in nodes.items() if type(node).EARLY_KERNEL is not None and node.branch_bits()]
     if not branching:
-        return {}
+        return {}, set()
     graph = exclusive.link_graph([(f"{s}.{sp}", f"{d}.{dp}") for (d, dp), (s, sp) in feeds.items()])
-    gates = {}
+    gates, late = {}, set()
     for m in branching:
-        ports = {}
+        groups = {}
         for port, bit in nodes[m].branch_bits().items():
-            ports.setdefault(bit, []).append(port)
-        for bit, group in sorted(ports.items()):
-            for nid in sorted(exclusive.owned_by_port(graph, sinks, m, group)):
+            groups.setdefault(bit, ([], []))[0].append(port)
+        for port, bit in nodes[m].branch_conditions().items():
+            groups.setdefault(bit, ([], []))[1].append(port)
+        for bit, (ports, conds) in sorted(groups.items()):
+            owned = exclusive.owned_by_port(graph, sinks, m, ports + conds)
+            feeding = {feeds[(m, p)][0] for p in ports if (m, p) in feeds} & owned
+            gated = set().union(*(nx.ancestors(graph, a) | {a} for a in feeding)) & owned
+            gated |= set().union(*(nx.descendants(graph, a) for a in gated)) & owned
+            late |= {(m, c) for c in conds if (m, c) in feeds and feeds[(m, c)][0] in gated}
+            for nid in sorted(gated):
                 gates.setdefault(nid, []).append((m, 1 << bit))
-    return gates
+    return gates, late
 
 
 def has_constant(node, port):
@@ -159,7 +169,8 @@ def check(graph, file=None, warn=True):
     for i, link in enumerate(graph.links):
         _link(i, link, ports, feeds, file)
 
-    dag = _schedule_graph(nodes, feeds)
+    gates, late = _gates(nodes, feeds, [nid for nid, node in nodes.items() if getattr(node, "GRAPH_OUTPUT", False)])
+    dag = _schedule_graph(nodes, feeds, late)
     walk = _schedule(dag, index, feeds, file)
     order = [v for v in walk if not v.endswith(EARLY)]
 
@@ -175,7 +186,7 @@ def check(graph, file=None, warn=True):
                 raise GraphError(f"required {port.signal} input is not linked", nid, name, file)
     pruned = [nid for nid in order if nid not in used]
     notes = [f"node {nid!r} feeds no output: left out of the plan" for nid in pruned]
-    gates = _gates(nodes, feeds, [nid for nid in order if nid in used], sinks)
+    gates = {nid: marks for nid, marks in gates.items() if nid in used}
     if gates:  # an early kernel runs before the ops its branches gate (no cycle: module exclusive)
         dag.add_edges_from((m + EARLY, nid) for nid, marks in gates.items() for m, _ in marks)
         walk = _schedule(dag, index, feeds, file)

@@ -97,6 +97,9 @@ second op of the node scheduled as soon as the inputs it reads are ready, which 
 input ports ``early_ports()[0]`` and writes the output ports ``early_ports()[1]`` (signals
 only; the node's other ports are its main kernel's).  Both kernels get the same ``ins``,
 ``outs``, ``par`` and ``st``, so the early kernel passes what it decided on through ``st``.
+An early input in ``branch_conditions()`` is read only while its branch is live; when the
+branch's own nodes compute it, they are gated with the branch and the early kernel reads the
+value they left in the last frame it ran (one frame late: a state's clip's time left).
 """
 
 from __future__ import annotations
@@ -332,6 +335,11 @@ class Node(BaseModel):
 
     def branch_bits(self):
         """{input port name: bit} of the pose inputs needed only while their bit is live (module doc); none by default."""
+        return {}
+
+    def branch_conditions(self):
+        """{early input port name: bit} read only while that bit is live: a node the branch owns may compute it (a
+        state's clip's ``time_left``), and the early kernel then reads the value it left last frame (module doc)."""
         return {}
 
     def warnings(self) -> list[str]:

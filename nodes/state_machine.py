@@ -351,6 +351,14 @@ class StateMachine(Node):
         """Each state's pose and motion inputs are needed only while it is active (bit: its index)."""
         return {f"{s.name}{end}": i for i, s in enumerate(self.states) for end in ("", "_motion")}
 
+    def branch_conditions(self):
+        """A condition only transitions out of one state read (not "any") is needed only while that state is active."""
+        index, used = {s.name: i for i, s in enumerate(self.states)}, {}
+        for t in self.transitions:
+            if t.when is not None:
+                used.setdefault(t.when, set()).add(t.source)
+        return {name: index[src.pop()] for name, src in used.items() if len(src) == 1 and "any" not in src}
+
     def state(self, ctx, time=0.0):
         """At the start state, no travel, no previous output: the first frame shows the start state's pose."""
         joints = len(ctx.skeleton)

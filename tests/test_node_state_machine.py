@@ -354,8 +354,8 @@ def test_a_state_without_reset_on_enter_resumes_its_nodes_where_they_paused():
 
 
 def test_which_nodes_a_state_owns():
-    """A node feeding only one state's inputs is gated on it; one also feeding a condition (read by the machine before
-    the states run) or two states always runs; nested machines gate on both; a machine's state time may drive its own
+    """A node feeding only one state's inputs is gated on it; one also feeding a condition every state reads (read by
+    the machine before the states run) or two states always runs; nested machines gate on both; a machine's state time may drive its own
     state's sample (no cycle: the machine decides before its states run)."""
     g = {"format": "animgraph.graph", "version": 1, "assets": WALK, "nodes": [
         {"id": "speed", "type": "input", "signal": "scalar"},
@@ -368,7 +368,7 @@ def test_which_nodes_a_state_owns():
         {"id": "inner", "type": "state_machine", "start": "p", "states": [{"name": "p"}, {"name": "q"}],
          "transitions": [{"from": "p", "to": "q", "when": "speed", "above": 2}]},
         {"id": "outer", "type": "state_machine", "start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
-         "transitions": [{"from": "a", "to": "b", "when": "planted"}, {"from": "b", "to": "c", "when": "speed",
+         "transitions": [{"from": "any", "to": "b", "when": "planted"}, {"from": "b", "to": "c", "when": "speed",
                                                                          "above": 1}]},
         {"id": "out", "type": "output"}],
         "links": [["speed.value", "inner.speed"], ["speed.value", "outer.speed"],
@@ -380,7 +380,7 @@ def test_which_nodes_a_state_owns():
     g["nodes"].insert(0, {"id": "two", "type": "sample", "clip": "walk", "root_motion": True})
     plan = ag.compile(ag.Graph.from_dict(g))
     gates = plan.checked.gates
-    assert "a1" not in gates and "two" not in gates  # feeds a condition too; feeds two states
+    assert "a1" not in gates and "two" not in gates  # feeds a condition every state reads; feeds two states
     assert gates["mix"] == [("outer", 1)] and gates["b1"] == [("outer", 2)]
     assert gates["inner"] == [("outer", 4)]
     assert sorted(gates["p"]) == [("inner", 1), ("outer", 4)] and sorted(gates["q"]) == [("inner", 2), ("outer", 4)]
@@ -443,3 +443,51 @@ def test_validate_prints_the_unreachable_state_and_exits_0(capsys, tmp_path):
                                    for line in lines), lines
     assert "'turn'" in lines[0] and "'jog'" in lines[1]
 
+
+
+# ------------------------------------------------------------------ the shipped machine
+
+
+def test_a_states_own_clip_ends_it_a_frame_late_and_restarts_with_it():
+    """graphs/states.json: the right turn's sample feeds the state's pose and its ``time_left`` condition: it runs only
+    in the state, restarts on entry, and the machine leaves one frame after time_left falls below 0.3 s."""
+    from animgraph import graphs
+
+    plan = ag.compile(graphs.path("states"))
+    assert plan.checked.gates["jog_right"] == [("loco", 1 << 5)]
+    assert "speed" not in plan.checked.gates and "turn" not in plan.checked.gates
+    inst, dt = plan.instance(), 1 / 60
+    left, states = [], []
+    script = [(1.2, 0.0)] * 30 + [(3.5, 0.0)] * 60 + [(3.5, -1.0)] * 10 + [(3.5, 0.0)] * 110
+    for twice in range(2):
+        for speed, turn in script:
+            out = inst.step(dt, {"speed": speed, "turn": turn})
+            states.append(int(np.ravel(out["state"])[0]))
+            left.append(float(inst.port("jog_right", "time_left")[0]))
+        script = script[60:]  # running again, then the turn a second time
+    entries = [k for k in range(1, len(states)) if states[k] == 5 and states[k - 1] != 5]
+    exits = [k for k in range(1, len(states)) if states[k] != 5 and states[k - 1] == 5]
+    assert len(entries) == 2 and len(exits) == 2, (entries, exits)
+    for a, b in zip(entries, exits):
+        assert left[a] == pytest.approx(1.75 - dt, abs=0.02)  # restarted: the whole clip left after the entry frame
+        assert left[b - 2] >= 0.3 > left[b - 1]  # fell below at b - 1, read at b
+
+
+def test_lane_executor_equals_the_per_character_one_on_the_shipped_machine():
+    from animgraph import graphs
+
+    graph, batch = ag.Graph.load(graphs.path("states")), 21
+    lanes = ag.compile(graph, batch=batch).instance(lanes=True)
+    chars = ag.compile(graph, batch=batch).instance(lanes=False, parallel=False)
+    rng, seen = np.random.default_rng(7), set()
+    speed, turn = rng.uniform(0, 4, batch), np.zeros(batch)
+    for f in range(240):
+        if f % 20 == 0:
+            speed = np.clip(speed + rng.normal(0, 1.5, batch), 0, 4)
+            turn = rng.choice([-1.0, 0.0, 0.0, 1.0], batch)
+        a, b = lanes.step(1 / 60, {"speed": speed, "turn": turn}), chars.step(1 / 60, {"speed": speed, "turn": turn})
+        np.testing.assert_array_equal(a["state"], b["state"])
+        for x, y in zip(a["out"].as_tuple(), b["out"].as_tuple()):
+            np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
+        seen |= {int(s) for s in np.ravel(a["state"])}
+    assert len(seen) >= 5, seen
