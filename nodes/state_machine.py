@@ -44,7 +44,7 @@ from animgraph.jit import njit
 from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import cut_seconds, seconds_field
 from animgraph.node import Node, Port, fields, register, slot
-from animgraph.offsets import OFFSET, inertialize_kernel, record_offsets, still_active
+from animgraph.offsets import OFFSET, inertialize_kernel, motion_offset, record_offsets, still_active
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.stencil import FRAME, STEPS, advance, play
 from animgraph.travel import ANY, next_transitions
@@ -64,12 +64,13 @@ ROW = fields("StateMachineRow", src=1, dst=1, condition=1, above=1, below=1, dur
 # output exists, seconds since the last change, an offset shows, its duration, this frame's change (its duration;
 # -1 none: the early kernel tells the pose kernel), the states needed now and those entered now (bit masks, see
 # animgraph.node's branches); then per state the seconds since it was entered; then per joint the previous output
-# (kineform) and the offset, each a block of joints rows.
+# (kineform) and the offset, each a block of joints rows; then the root motion shown and its offset (TAIL).
 ST = fields("StateMachineSt", cur=1, time=1, target=1, last_travel=1, travelled=1, shown=1, elapsed=1, active=1,
             length=1, hop=1, live=1, entered=1)
 JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET)
 FIXED_OUTS = fields("StateMachineOut", pose=1, motion=1, state=1, time_in_state=1, changed=1)  # then <state>_time
 MOTION = 6  # a motion signal's floats
+TAIL = fields("StateMachineMotion", last=MOTION, offset=MOTION)  # after the joints: the motion shown, its offset
 
 
 @njit(cache=True)
@@ -179,11 +180,16 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
     if st[ST.active] > 0.5 and not still_active(True, st[ST.length], st[ST.elapsed]):
         st[ST.active] = 0.0
     inertialize_kernel(inp, off, st[ST.active] > 0.5, True, st[ST.length], st[ST.elapsed], out)
-    copy_pose(out, prev)
-    st[ST.shown] = 1.0
-    src, dst = ins[n + n_cond + 1 + cur], outs[FIXED_OUTS.motion]  # the active state's root motion, if linked
+    # The active state's root motion (none linked: still), its step at a change decaying as the pose's offset does.
+    src, dst = ins[n + n_cond + 1 + cur], outs[FIXED_OUTS.motion]
     for k in range(MOTION):
         sig[dst + k] = sig[src + k] if src >= 0 else 0.0
+    tail = blocks + JOINT.SIZE * joints
+    motion_offset(sig, dst, dst, st[tail + TAIL.last:tail + TAIL.last + MOTION],
+                  st[tail + TAIL.offset:tail + TAIL.offset + MOTION], changed and st[ST.active] > 0.5, changed, True,
+                  st[ST.length], st[ST.elapsed])
+    copy_pose(out, prev)
+    st[ST.shown] = 1.0
 
 
 class State(BaseModel):
@@ -362,7 +368,7 @@ class StateMachine(Node):
     def state(self, ctx, time=0.0):
         """At the start state, no travel, no previous output: the first frame shows the start state's pose."""
         joints = len(ctx.skeleton)
-        st = np.zeros(ST.SIZE + len(self.states) + JOINT.SIZE * joints, np.float64)
+        st = np.zeros(ST.SIZE + len(self.states) + JOINT.SIZE * joints + TAIL.SIZE, np.float64)
         st[ST.cur] = [s.name for s in self.states].index(self.start)
         st[ST.target], st[ST.last_travel] = -1.0, -1.0
         return st

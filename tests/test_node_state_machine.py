@@ -491,3 +491,23 @@ def test_lane_executor_equals_the_per_character_one_on_the_shipped_machine():
             np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
         seen |= {int(s) for s in np.ravel(a["state"])}
     assert len(seen) >= 5, seen
+
+
+def test_root_motion_follows_the_state_without_a_step():
+    """walking -> running (0.3 s) on graphs/states.json: the machine's motion moves from walk's to run's without
+    stepping (its step decays as the pose's offset), and equals run's once the transition is over."""
+    from animgraph import graphs
+
+    inst, dt = ag.compile(graphs.path("states")).instance(), 1 / 60
+    motion, walk, run = [], [], []
+    for f in range(120):
+        inst.step(dt, {"speed": 1.2 if f < 60 else 3.5, "turn": 0.0})
+        motion.append(inst.port("loco", "motion").copy())
+        walk.append(inst.port("walk", "motion").copy())
+        run.append(inst.port("run", "motion").copy())
+    motion, walk, run = np.array(motion), np.array(walk), np.array(run)
+    jump = np.linalg.norm(run[60, :3] - walk[59, :3])
+    assert jump > 1.5  # what a switch without the offset would step by (m/s)
+    steps = np.linalg.norm(np.diff(motion[:, :3], axis=0), axis=1)
+    assert steps[55:80].max() < 0.15 * jump, steps[55:80].max()
+    np.testing.assert_allclose(motion[60 + 19:], run[60 + 19:], atol=1e-9)  # 0.3 s on: run's own
