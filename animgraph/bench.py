@@ -17,7 +17,12 @@
    (``animgraph.lanes``) against today's per-character FK kernel, in ns per joint per character;
 7. ``lanes/chain65/1000``: the whole chain on lane tiles (``animgraph.lanes_ops``, ``animgraph.lanes_ik``)
    called directly, one thread, µs per character, beside the per-character executor
-   (``instance(lanes=False)``); both also without the IK.
+   (``instance(lanes=False)``); both also without the IK;
+8. ``state_machine8/1000``: an 8-state machine over the bundled clips (``machine8_graph``: each state
+   two cubic samples and a blend), 1000 characters in its start state, none mid-transition, one
+   thread; ``/one-state`` the same characters running only that state's sub-graph (every state has
+   the same ops, so it is as costly as any); ``/mixed`` the characters spread over the 8 states by
+   the ``travel`` input, timed once no transition runs.
 
 Batches of 16 and more run on the lane executor (``executor.run_tiles``); ``chain65/1000/per-character``
 is the same chain on the per-character executor, for the before/after.
@@ -620,12 +625,92 @@ def bench_lanes_chain(quick):
                          f"character (the per-character executor {today_us:.1f}); without IK {us_no_ik:.2f} "
                          f"({today_no_ik_us:.1f}); max |difference| from ag.ops {diff:.2g}")]
 
+MACHINE8_DURATION = 0.1  # s, every transition of machine8_graph
+
+
+def machine8_graph(one_state=False):
+    """8 states (``m0`` .. ``m7``), each a blend of two cubic samples of the bundled clips, a ring of transitions on a
+    bool ``go`` (never set here) and the ``travel`` input; ``one_state``: state ``m0``'s sub-graph straight to the
+    output instead of the machine."""
+    from . import data
+    from .graph import Graph
+
+    clips = data.names()
+    states = [f"m{k}" for k in range(8)]
+    nodes, links = [], []
+    for k, name in enumerate(states[:1] if one_state else states):
+        a, b = clips[k % len(clips)], clips[(k + 1) % len(clips)]
+        nodes += [{"id": f"{name}_a", "type": "sample", "clip": a, "mode": "cubic"},
+                  {"id": f"{name}_b", "type": "sample", "clip": b, "mode": "cubic", "rate": 0.8},
+                  {"id": f"{name}_mix", "type": "blend", "alpha": 0.4}]
+        links += [[f"{name}_a.pose", f"{name}_mix.a"], [f"{name}_b.pose", f"{name}_mix.b"]]
+    if one_state:
+        links.append(["m0_mix.pose", "out.pose"])
+    else:
+        nodes += [{"id": "go", "type": "input", "signal": "bool"},
+                  {"id": "travel", "type": "input", "signal": "int", "min": 0, "max": 7},
+                  {"id": "sm", "type": "state_machine", "start": "m0", "states": [{"name": n} for n in states],
+                   "transitions": [{"from": a, "to": b, "when": "go", "duration": MACHINE8_DURATION}
+                                   for a, b in zip(states, states[1:] + states[:1])]}]
+        links += [[f"{n}_mix.pose", f"sm.{n}"] for n in states]
+        links += [["go.value", "sm.go"], ["travel.value", "sm.travel"], ["sm.pose", "out.pose"]]
+    nodes.append({"id": "out", "type": "output"})
+    return Graph.from_dict({"format": "animgraph.graph", "version": 1, "description": "8-state machine benchmark",
+                            "assets": {c: f"animgraph:{c}" for c in clips}, "nodes": nodes, "links": links})
+
+
+def machine8_settle(inst, targets):
+    """Travel every character to its state in ``targets`` and step until each is there with no transition running:
+    (states occupied, characters still mid-transition)."""
+    inst.step(DT, {"travel": targets})
+    for _ in range(int(8 * (MACHINE8_DURATION / DT + 2))):  # 7 hops at most along the ring
+        state, since = inst.port("sm", "state")[..., 0], inst.port("sm", "time_in_state")[..., 0]
+        if np.array_equal(state, targets) and np.all(since >= MACHINE8_DURATION):
+            break
+        inst.step(DT)
+    state, since = inst.port("sm", "state")[..., 0], inst.port("sm", "time_in_state")[..., 0]
+    return len(set(state.tolist())), int(np.sum((since < MACHINE8_DURATION) | (state != targets)))
+
+
+def bench_state_machine(quick, batch=1000):
+    """(8) The 8-state machine with every character in one state, its one state alone, and the characters mixed."""
+    import numba
+
+    from .runtime import compile as compile_graph
+
+    steps, reps = (2, 3) if quick else (10, 7)
+    numba.set_num_threads(1)
+    results, seconds = [], {}
+    try:
+        for label, one_state, targets in (("", False, np.zeros(batch)), ("/one-state", True, None),
+                                          ("/mixed", False, np.arange(batch) % 8)):
+            plan = compile_graph(machine8_graph(one_state), batch=batch)
+            inst = plan.instance()
+            extra = {}
+            if targets is not None:
+                occupied, moving = machine8_settle(inst, targets.astype(np.int64))
+                extra = {"states_occupied": occupied, "mid_transition": moving}
+            name = f"state_machine8/{batch}{label}"
+            seconds[label] = time_steps(inst, steps, reps)
+            results.append(_result(name, seconds[label], batch, threads=1, joints=plan.joints, ops=len(plan.order),
+                                   lanes=inst.lanes, **extra))
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    for r, label in zip(results, ("", "/one-state", "/mixed")):
+        r["over_one_state"] = seconds[label] / seconds["/one-state"]
+        if label != "/one-state":
+            r["note"] = (f"{r['over_one_state']:.2f}x the one state alone; {r['states_occupied']} state(s) occupied, "
+                         f"{r['mid_transition']} mid-transition")
+    return results
+
+
 def run_all(quick=False, progress=None):
     """Every benchmark: {'machine': ..., 'results': [...]}; ``progress(text)`` is told what runs."""
     say = progress or (lambda text: None)
     results = []
     for title, suite in (("ozz chain and Python dispatch", bench_chain), ("chain ops", bench_chain_ops),
                          ("lane tiles (FK)", bench_lanes), ("lane tiles (chain)", bench_lanes_chain),
+                         ("state machine (8 states)", bench_state_machine),
                          ("shipped graphs", bench_graphs), ("step() overhead", bench_step_overhead),
                          ("motion-matching search", bench_search),
                          ("start-up (cold compile takes minutes)", bench_startup)):

@@ -21,6 +21,7 @@ def test_bench_json_structure(capsys):
                 "mm/brute/53500", "mm/boxed/53500", "mm/scan/53500",
                 "mm/brute/bundled", "mm/boxed/bundled", "mm/scan/bundled"}
     expected |= {f"graph/{name}/{batch}" for name in graphs.names() for batch in (1, 64)}
+    expected |= {"state_machine8/1000", "state_machine8/1000/one-state", "state_machine8/1000/mixed"}
     assert expected <= set(results)
     for name, r in results.items():
         if name.startswith("startup/"):
@@ -76,3 +77,34 @@ def test_chain_entry_names_are_distinct_on_one_cpu(monkeypatch):
     names = [r["name"] for r in bench.bench_chain(True)]
     assert len(names) == len(set(names))
     assert {"chain65/1000", "chain65/1000/all-threads", "chain65/1000/per-character"} <= set(names)
+
+
+def test_state_machine_entries_for_a_tiny_batch():
+    """The three entries at batch 20 (a full lane tile and a padded one): all in one state or spread over all 8,
+    none mid-transition, and the one-state graph runs only that state's ops."""
+    from animgraph import bench
+
+    results = {r["name"]: r for r in bench.bench_state_machine(True, batch=20)}
+    one, mixed, alone = (results[f"state_machine8/20{s}"] for s in ("", "/mixed", "/one-state"))
+    assert (one["states_occupied"], one["mid_transition"]) == (1, 0)
+    assert (mixed["states_occupied"], mixed["mid_transition"]) == (8, 0)
+    assert alone["ops"] == 3 + 1 and one["ops"] == mixed["ops"] == 8 * 3 + 3 + 1  # samples, blends, inputs, machine, out
+    for r in results.values():
+        assert r["batch"] == 20 and r["threads"] == 1 and math.isfinite(r["ns_per_character"])
+        assert math.isclose(r["over_one_state"] * alone["ns_per_character"], r["ns_per_character"])
+
+
+def test_machine8_in_its_start_state_shows_what_the_one_state_graph_shows():
+    """No transition ever starts (``go`` stays false): the machine's output is its start state's sub-graph's."""
+    import numpy as np
+
+    from animgraph import bench
+    from animgraph.runtime import compile as compile_graph
+
+    machine = compile_graph(bench.machine8_graph(), batch=3).instance()
+    alone = compile_graph(bench.machine8_graph(one_state=True), batch=3).instance()
+    for _ in range(30):
+        a, b = machine.step(bench.DT)["out"], alone.step(bench.DT)["out"]
+        for f in ("pos", "rot", "vel", "ang"):
+            np.testing.assert_allclose(getattr(a, f), getattr(b, f), atol=1e-6, err_msg=f)
+    assert not np.any(machine.port("sm", "state"))

@@ -511,3 +511,55 @@ def test_root_motion_follows_the_state_without_a_step():
     steps = np.linalg.norm(np.diff(motion[:, :3], axis=0), axis=1)
     assert steps[55:80].max() < 0.15 * jump, steps[55:80].max()
     np.testing.assert_allclose(motion[60 + 19:], run[60 + 19:], atol=1e-9)  # 0.3 s on: run's own
+
+
+# ------------------------------------------------------------------ save and restore mid-transition
+
+
+SWITCH = [{"from": "walk", "to": "run", "when": "go", "duration": 0.4},
+          {"from": "run", "to": "walk", "when": "back", "duration": 0.4}]
+
+
+def switch_script(frames, batch, go_at, back_at=()):
+    """Per frame the inputs ``go``/``back``: true on the frames given (shifted by a frame per character)."""
+    shift = np.arange(batch) % 3
+    return [{"go": (f - shift == go_at).astype(float), "back": np.isin(f - shift, back_at).astype(float)}
+            for f in range(frames)]
+
+
+def recorded(inst, script):
+    """Copies of every output (each pose field, state, changed) of ``inst`` stepped through ``script`` at 60 Hz."""
+    frames = []
+    for inputs in script:
+        out = inst.step(1 / 60, inputs)
+        frames.append([np.array(a) for a in out["out"].as_tuple()] + [np.array(out["state"]),
+                                                                       np.array(out["changed"])])
+    return frames
+
+
+@pytest.mark.parametrize("batch", [1, 19])  # 19: the lane executor
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_a_restore_mid_transition_continues_bit_identically(batch, interrupted):
+    # walk -> run starts at frame 10; interrupted: run -> walk at frame 16, mid-transition; saved at frame 20, while
+    # the (last) transition runs; then 40 frames with another interruption.  Loaded in place or into a fresh instance
+    # of the plan, the 40 frames repeat exactly.
+    plan = ag.compile(machine_graph(SWITCH, states=("walk", "run"), conditions=[("go", "bool"), ("back", "bool")]),
+                      batch=batch)
+    inst = plan.instance()
+    before = switch_script(20, batch, 10, (16,) if interrupted else ())
+    recorded(inst, before)
+    assert np.all(inst.port("sm", "time_in_state")[..., 0] < 0.4)  # saved mid-transition, every character
+    assert np.all(inst.port("sm", "state")[..., 0] == (0 if interrupted else 1))
+    saved = inst.save_state()
+    after = switch_script(60, batch, 30, (26, 35))[20:]
+    want = recorded(inst, after)
+    assert any(np.any(w[-1]) for w in want)  # the script changes state after the save too
+    inst.load_state(saved)
+    again = recorded(inst, after)
+    fresh = plan.instance()
+    fresh.load_state(saved)
+    elsewhere = recorded(fresh, after)
+    for f, w in enumerate(want):
+        for k, a in enumerate(w):
+            assert np.array_equal(a, again[f][k]), (f, k)
+            assert np.array_equal(a, elsewhere[f][k]), (f, k)
