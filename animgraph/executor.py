@@ -321,7 +321,7 @@ def _tiles_source(names, use, own, dbs, args, borrow):
     if tiled:
         lines += [
             f"            if live == LANES and ({' or '.join(f'kind == {i}' for i in tiled)}):",
-            "                make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_tile, True)",
+            "                make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_tile, in_chars, True)",
         ]
         lines += _dispatch(tiled, names, " " * 16,
                            lambda i: f"done = t{i}(ins, outs, p, chars[c0:c0 + LANES, s0:s1], tile, sg, {_db(i, own)}, dt)")
@@ -329,7 +329,7 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "            if done:",
         "                mark_written(table, io_at, a1, a2, pose_io, in_tile, in_chars)",
         "                continue",
-        "            make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_chars, False)",
+        "            make_current(tile, table, io_at, a0, a1, pose_io, c0, vecs, rots, in_chars, in_tile, False)",
         "            for lane in range(LANES):",
         "                c = c0 + lane",
         "                if live < LANES and not gate_open(table, g0, g1, chars[c, n_sig:], chars[c, s0:s1], par):",

@@ -89,12 +89,14 @@ def slot_in(tile, slot, c0, vecs, rots):
 
 
 @njit(cache=True)
-def make_current(tile, table, at, first, last, pose_io, c0, vecs, rots, current, into_tile):
+def make_current(tile, table, at, first, last, pose_io, c0, vecs, rots, current, source, into_tile):
     """Slots read by ports ``first .. last-1`` (io entries from ``at``): copied where they are needed (into the tile,
-    or out to the characters) unless ``current`` there already."""
+    or out to the characters) unless ``current`` there already.  Only what is current at the ``source`` is copied:
+    a slot current nowhere was not written this frame (its writer was skipped, an inactive branch's), and the op
+    reading it does not use it (a state machine reads only its active state's pose)."""
     for k in range(first, last):
         q = table[at + k]
-        if pose_io[k] and q >= 0 and not current[q]:
+        if pose_io[k] and q >= 0 and not current[q] and source[q]:
             if into_tile:
                 slot_in(tile, q, c0, vecs, rots)
             else:
