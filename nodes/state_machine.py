@@ -233,7 +233,8 @@ class StateMachine(Node):
     LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
     EXAMPLE = {"start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
                "transitions": [{"from": "a", "to": "b", "when": "speed", "above": 0.5},
-                               {"from": "b", "to": "a", "when": "speed", "below": 0.5}]}
+                               {"from": "b", "to": "c", "when": "speed", "above": 2.0},
+                               {"from": "any", "to": "a", "when": "speed", "below": 0.5, "priority": -1}]}
 
     @model_validator(mode="after")
     def _consistent(self):
