@@ -8,18 +8,16 @@ overlap, the largest weight counts.  (Unreal's "layered blend per bone" and its 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from .limits import JointName, unit_field
+from .limits import JointName, Part, unit_field
 
 MAX_BRANCHES = 64
 MAX_DEPTH = 64
 
 
-class Branch(BaseModel):
+class Branch(Part):
     """One branch of the mask: a joint and everything below it."""
-
-    model_config = ConfigDict(extra="forbid")
 
     joint: JointName = Field(description="root joint of the branch (name or index)")
     weight: float = unit_field(1.0, "weight of the layer on this branch")

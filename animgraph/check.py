@@ -101,7 +101,8 @@ def _schedule(dag, index, feeds, file):
         return list(nx.lexicographical_topological_sort(
             dag, key=lambda v: (index[_base(v)], 0 if v.endswith(EARLY) else 1)))
     except nx.NetworkXUnfeasible:
-        cycle = [(_base(u), _base(v)) for u, v in nx.find_cycle(dag) if _base(u) != _base(v)]
+        found = nx.find_cycle(dag)  # a node's early outputs feeding its own early inputs: a cycle within the node
+        cycle = [(_base(u), _base(v)) for u, v in found if _base(u) != _base(v)] or [(_base(found[0][0]),) * 2]
         path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
         dst, src = cycle[0][1], cycle[0][0]
         port = next((p for (d, p), (s, _) in feeds.items() if d == dst and s == src), None)

@@ -20,10 +20,11 @@ and give it as the float64 values of the signal or as its JSON form (a trajector
 numbers, facings made unit).
 """
 
-from typing import Annotated, Tuple, Union
+import typing
+from typing import Annotated, Literal, Tuple, Union
 
 import numpy as np
-from pydantic import Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
 TIME_MAX = 1e6
 RATE_MAX = 100.0
@@ -127,3 +128,37 @@ def normalize_value(kind, value):
     if kind == "int":
         return int(v[0])
     return bool(v[0])
+
+
+def refuse_text(cls, data):
+    """``data`` for model ``cls``, or a ValueError where text stands for a number or flag ("0.3", "yes"): pydantic
+    would convert it, and a graph file is meant to say what it means."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            info = cls.model_fields.get(key) if isinstance(key, str) else None
+            items = value if isinstance(value, (list, tuple)) else [value]
+            if info is not None and any(isinstance(v, str) for v in items) and not takes_text(info.annotation):
+                raise ValueError(f"{key}: expected a number, integer or flag, not the text {value!r}")
+    return data
+
+
+def takes_text(annotation):
+    """Whether a field annotation accepts a str (str itself, a Literal of strings, or a union holding one)."""
+    if annotation is str:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is Literal:
+        return any(isinstance(a, str) for a in typing.get_args(annotation))
+    return any(takes_text(a) for a in typing.get_args(annotation))
+
+
+class Part(BaseModel):
+    """Base of a model nested in a node's fields (a state, a transition, a branch): unknown keys and text for
+    numbers refused, as in the node itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_text_for_numbers(cls, data):
+        return refuse_text(cls, data)

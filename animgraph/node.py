@@ -105,15 +105,15 @@ value they left in the last frame it ran (one frame late: a state's clip's time 
 from __future__ import annotations
 
 import collections
-import typing
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from animgraph.jit import njit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import GraphError
+from .limits import refuse_text
 
 DB_POS, DB_ROT, DB_SCL, DB_PARENTS = range(4)  # the clip database every kernel gets
 
@@ -297,13 +297,7 @@ class Node(BaseModel):
     @classmethod
     def _no_text_for_numbers(cls, data):
         """Refuse text where a number or flag belongs ("0.3", "true"): pydantic would convert it."""
-        if isinstance(data, dict):
-            for key, value in data.items():
-                info = cls.model_fields.get(key) if isinstance(key, str) else None
-                items = value if isinstance(value, (list, tuple)) else [value]
-                if info is not None and any(isinstance(v, str) for v in items) and not _takes_text(info.annotation):
-                    raise ValueError(f"{key}: expected a number, integer or flag, not the text {value!r}")
-        return data
+        return refuse_text(cls, data)
 
     def inputs(self):
         """Input ports of this instance (a node may vary them with its parameters)."""
@@ -365,16 +359,6 @@ class Node(BaseModel):
 
     def teleport(self, op: OpSlices, rows: np.ndarray, pos_delta: np.ndarray, rot_delta: np.ndarray):
         """Hook: characters ``rows`` moved by ``pos_delta`` (n, 3) m and turned by ``rot_delta`` (n, 4); default nothing."""
-
-
-def _takes_text(annotation):
-    """Whether a field annotation accepts a str (str itself, a Literal of strings, or a union holding one)."""
-    if annotation is str:
-        return True
-    origin = typing.get_origin(annotation)
-    if origin is Literal:
-        return any(isinstance(a, str) for a in typing.get_args(annotation))
-    return any(_takes_text(a) for a in typing.get_args(annotation))
 
 
 REGISTRY: dict = {}

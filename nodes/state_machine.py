@@ -38,11 +38,11 @@ import math
 from typing import ClassVar, List, Literal, Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from animgraph.jit import njit
 from animgraph.kernels import KFORM, copy_pose, state_pose
-from animgraph.limits import cut_seconds, seconds_field
+from animgraph.limits import Part, cut_seconds, seconds_field
 from animgraph.node import Node, Port, fields, register, slot
 from animgraph.offsets import OFFSET, inertialize_kernel, motion_offset, record_offsets, still_active
 from animgraph.pose import Pose, number, pose_arg
@@ -192,16 +192,14 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
     st[ST.shown] = 1.0
 
 
-class State(BaseModel):
+class State(Part):
     """One state: its name is also the name of its pose input and of its ``<name>_time`` output."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=IDENTIFIER, max_length=64, description="the state's name (an identifier)")
     reset_on_enter: bool = Field(True, description="restart the nodes only this state needs when it is entered")
 
 
-class Transition(BaseModel):
+class Transition(Part):
     """A transition: from a state (or "any"), to a state, when a condition holds, inertialized over ``duration``."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)

@@ -66,6 +66,9 @@ def machine_graph(transitions, states=("idle", "walk", "run"), conditions=(), **
     ({"transitions": [{"from": "a", "to": "b", "duration": -1}]}, "greater than or equal"),
     ({"transitions": [{"from": "a", "to": "b", "duration": float("nan")}]}, "finite"),
     ({"transitions": [{"from": "a", "to": "b", "unknown": 1}]}, "unknown"),
+    ({"states": [{"name": "a", "reset_on_enter": "yes"}, {"name": "b"}]}, "reset_on_enter: expected a number"),
+    ({"transitions": [{"from": "a", "to": "b", "when": "x", "above": "0.5"}]}, "above: expected a number"),
+    ({"states": [{"name": "a"}, {"name": "b_motion"}]}, "collides with a port name"),
 ])
 def test_validity_bad_machines_refused_naming_node_and_field(fields, says):
     data = {"id": "sm", "type": "state_machine", "start": "a", "states": [{"name": "a"}, {"name": "b"}]} | fields
@@ -563,3 +566,13 @@ def test_a_restore_mid_transition_continues_bit_identically(batch, interrupted):
         for k, a in enumerate(w):
             assert np.array_equal(a, again[f][k]), (f, k)
             assert np.array_equal(a, elsewhere[f][k]), (f, k)
+
+
+def test_a_machine_reading_its_own_outputs_in_a_condition_is_a_cycle_naming_it():
+    """The early kernel writes the states' times and reads the conditions: a time feeding a condition is a cycle."""
+    graph = machine_graph([{"from": "idle", "to": "walk", "when": "speed", "above": 0.5}])
+    graph = ag.Graph.from_dict(graph.model_dump(mode="json", by_alias=True, exclude_none=True)
+                               | {"links": [list(ln) for ln in graph.links] + [["sm.idle_time", "sm.speed"]]})
+    with pytest.raises(GraphError) as e:
+        ag.compile(graph)
+    assert "cycle: sm -> sm" in str(e.value) and "'speed'" in str(e.value), str(e.value)
