@@ -8,10 +8,21 @@ reached, so a ring of always-true conditions ends.  A transition without ``when`
 holds; ``when`` names a condition input: a bool (holds when true), or a scalar with
 ``above`` and/or ``below`` (holds strictly between them).
 
-A state change is an inertialization (``animgraph.offsets``, cubic over the transition's
-``duration``): the offset is taken from the machine's own previous output, carried one
-frame on at its velocities, to the new state's pose.  An interruption mid-transition is
-just a new offset from the current output: no pose history, no pop.
+A transition's ``blend`` says how the change is hidden over its ``duration``:
+
+- ``inertialize`` (default; ``animgraph.offsets``, cubic): the offset is taken from the
+  machine's own previous output, carried one frame on at its velocities, to the new state's
+  pose; only the new state runs.
+- ``dead_blend`` (``animgraph.fades``): the previous output, carried a frame on, coasts on
+  velocities decaying with the transition's ``halflife`` and fades into the new state's pose
+  (smoothstep weight, its rate in the velocities); only the new state runs.
+- ``crossfade``: the old state's pose fades into the new one's (smoothstep weight, its rate
+  in the velocities); both states run until it ends.
+
+Interruptions need no pose history and never pop: an inertialization or a dead blend starts
+from the current output whatever was running; a crossfade started while another transition
+still shows fades from the state being left, with the gap from the current output to that
+pose inertialized away over its duration.
 
 Travel (the ``travel`` input: a state's index; any other value stops travelling) walks
 the shortest path over the transitions regardless of their conditions, one hop per
@@ -41,6 +52,8 @@ import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
 from animgraph.jit import njit
+from animgraph.decay import halflife_rate
+from animgraph.fades import carry_pose, crossfade_kernel, dead_blend_kernel, fade_motion, smoothstep
 from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import Part, cut_seconds, seconds_field
 from animgraph.node import Node, Port, fields, register, slot
@@ -59,18 +72,23 @@ UNBOUNDED = 1e300  # an absent above/below (parameters are finite)
 # Parameters: counts, then the condition kinds (one per condition), the transitions in the order they are
 # tried (priority, then file order; ROW each), and the travel table (states x states: a row, or -1).
 PAR = fields("StateMachinePar", states=1, conditions=1, transitions=1, hops=1, jump=1)
-ROW = fields("StateMachineRow", src=1, dst=1, condition=1, above=1, below=1, duration=1)
+ROW = fields("StateMachineRow", src=1, dst=1, condition=1, above=1, below=1, duration=1, blend=1, rate=1)
+BLENDS = ("inertialize", "crossfade", "dead_blend")
+INERTIALIZE, CROSSFADE, DEAD_BLEND = range(3)
 # State: current state, seconds in it, travel target (-1 none), last travel input, travel hops taken, a previous
 # output exists, seconds since the last change, an offset shows, its duration, this frame's change (its duration;
 # -1 none: the early kernel tells the pose kernel), the states needed now and those entered now (bit masks, see
 # animgraph.node's branches); then per state the seconds since it was entered; then per joint the previous output
 # (kineform) and the offset, each a block of joints rows; then the root motion shown and its offset (TAIL).
+# The running fade (crossfade or dead blend): how the last transition blends, whether something showed when it began,
+# the crossfade's source state (-1 none), its seconds, duration (0: none) and the dead blend's velocity decay (1/s).
 ST = fields("StateMachineSt", cur=1, time=1, target=1, last_travel=1, travelled=1, shown=1, elapsed=1, active=1,
-            length=1, hop=1, live=1, entered=1)
-JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET)
+            length=1, hop=1, live=1, entered=1, blend=1, busy=1, fade_from=1, fade=1, fade_length=1, fade_rate=1)
+JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET, old=KFORM)  # old: the dead blend's snapshot
 FIXED_OUTS = fields("StateMachineOut", pose=1, motion=1, state=1, time_in_state=1, changed=1)  # then <state>_time
 MOTION = 6  # a motion signal's floats
-TAIL = fields("StateMachineMotion", last=MOTION, offset=MOTION)  # after the joints: the motion shown, its offset
+# After the joints: the motion shown, the dead blend's old motion and whether it fades, the inertialized offset.
+TAIL = fields("StateMachineMotion", last=MOTION, old=MOTION, fading=1, offset=MOTION)
 
 
 @njit(cache=True)
@@ -118,26 +136,43 @@ def follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur):
 
 
 @njit(cache=True)
+def start_fade(st, blend, rate, length, was):
+    """A transition begins: how it blends, whether something still showed, and its fade (none for an inertialization)."""
+    st[ST.busy] = 1.0 if st[ST.active] > 0.5 or st[ST.fade_length] > 0.0 else 0.0
+    st[ST.blend] = blend
+    fades = blend != INERTIALIZE and length > 0.0
+    st[ST.fade], st[ST.fade_length], st[ST.fade_rate] = 0.0, length if fades else 0.0, rate
+    st[ST.fade_from] = was if fades and blend == CROSSFADE else -1.0
+
+
+@njit(cache=True)
 def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
     """The early kernel: this frame's state from the conditions (or travel); its times and the states needed now."""
     n, n_cond, n_trans = int(par[PAR.states]), int(par[PAR.conditions]), int(par[PAR.transitions])
     rows = PAR.SIZE + n_cond
-    cur = int(st[ST.cur])
-    length = -1.0  # the duration of the last hop taken this frame
+    cur = was = int(st[ST.cur])
+    length, hop = -1.0, -1  # the duration and row of the last hop taken this frame (row -1: travel's jump)
     if st[ST.shown] > 0.5:
         r, target = follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur)
         if target >= 0:
             length = par[rows + r * ROW.SIZE + ROW.duration] if r >= 0 else par[PAR.jump]
-            cur = target if r < 0 else int(par[rows + r * ROW.SIZE + ROW.dst])
+            cur, hop = (target if r < 0 else int(par[rows + r * ROW.SIZE + ROW.dst])), r
             st[ST.travelled] += 1.0
         elif st[ST.target] < 0.0:
             for _ in range(int(par[PAR.hops])):
                 r = first_transition(ins, par, sig, n, n_cond, n_trans, cur)
                 if r < 0:
                     break
-                length = par[rows + r * ROW.SIZE + ROW.duration]
+                length, hop = par[rows + r * ROW.SIZE + ROW.duration], r
                 cur = int(par[rows + r * ROW.SIZE + ROW.dst])
-    changed = length >= 0.0 and cur != int(st[ST.cur])
+    changed = length >= 0.0 and cur != was
+    if changed:
+        start_fade(st, par[rows + hop * ROW.SIZE + ROW.blend] if hop >= 0 else INERTIALIZE,
+                   par[rows + hop * ROW.SIZE + ROW.rate] if hop >= 0 else 0.0, length, was)
+    elif st[ST.fade_length] > 0.0:
+        st[ST.fade] += dt
+        if st[ST.fade] >= st[ST.fade_length]:  # over: the source state stops running
+            st[ST.fade_length], st[ST.fade_from] = 0.0, -1.0
     times = st[ST.SIZE:ST.SIZE + n]
     if changed or st[ST.shown] < 0.5:
         st[ST.time] = 0.0
@@ -147,7 +182,9 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
         times[cur] += dt
     restart = par[rows + n_trans * ROW.SIZE + n * n + cur] > 0.5  # the state's reset_on_enter
     st[ST.cur], st[ST.hop] = cur, length if changed else -1.0
-    st[ST.live], st[ST.entered] = float(1 << cur), float(1 << cur) if changed and restart else 0.0
+    source = int(st[ST.fade_from])
+    st[ST.live] = float((1 << cur) | (1 << source if source >= 0 else 0))
+    st[ST.entered] = float(1 << cur) if changed and restart else 0.0
     sig[outs[FIXED_OUTS.state]] = cur
     sig[outs[FIXED_OUTS.time_in_state]], sig[outs[FIXED_OUTS.time_in_state] + 1] = st[ST.time], 1.0
     sig[outs[FIXED_OUTS.changed]] = 1.0 if changed else 0.0
@@ -158,38 +195,68 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
 
 @njit(cache=True, inline="always")
 def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
-    """The executor's call: the state the early kernel chose, its pose inertialized from the previous output."""
+    """The executor's call: the state the early kernel chose, its pose faded or inertialized from what showed."""
     n, n_cond = int(par[PAR.states]), int(par[PAR.conditions])
-    cur, length = int(st[ST.cur]), st[ST.hop]
+    cur, length, blend, source = int(st[ST.cur]), st[ST.hop], int(st[ST.blend]), int(st[ST.fade_from])
     changed = length >= 0.0
     inp = slot(pose, ins[cur])
     out = slot(pose, outs[FIXED_OUTS.pose])
     joints = inp[0].shape[0]
     blocks = ST.SIZE + n
     prev = state_pose(st, blocks + JOINT.prev * joints, joints)
+    old = state_pose(st, blocks + JOINT.old * joints, joints)
     at = blocks + JOINT.off * joints
     off = st[at:at + OFFSET * joints].reshape((joints, OFFSET))
-    # A step longer than the offset takes to decay makes carrying the previous output that far meaningless: a cut.
-    if changed and length > 0.0 and still_active(True, length, dt):
-        record_offsets(prev, inp, dt, off)
-        st[ST.elapsed], st[ST.active], st[ST.length] = 0.0, 1.0, length
-    elif changed:
-        st[ST.active] = 0.0
+    if changed:
+        # An inertialization's offset reaches the new state's pose; an interrupting crossfade's reaches the pose it
+        # fades from.  A step longer than the offset takes to decay makes carrying the output that far meaningless.
+        record = length > 0.0 and still_active(True, length, dt) and (
+            blend == INERTIALIZE or (blend == CROSSFADE and st[ST.busy] > 0.5))
+        if record:
+            record_offsets(prev, slot(pose, ins[source]) if source >= 0 else inp, dt, off)
+            st[ST.elapsed], st[ST.active], st[ST.length] = 0.0, 1.0, length
+        else:
+            st[ST.active] = 0.0
+        if blend == DEAD_BLEND and st[ST.fade_length] > 0.0:
+            carry_pose(prev, dt, old)
     else:
         st[ST.elapsed] += dt
     if st[ST.active] > 0.5 and not still_active(True, st[ST.length], st[ST.elapsed]):
         st[ST.active] = 0.0
-    inertialize_kernel(inp, off, st[ST.active] > 0.5, True, st[ST.length], st[ST.elapsed], out)
-    # The active state's root motion (none linked: still), its step at a change decaying as the pose's offset does.
-    src, dst = ins[n + n_cond + 1 + cur], outs[FIXED_OUTS.motion]
-    for k in range(MOTION):
-        sig[dst + k] = sig[src + k] if src >= 0 else 0.0
-    tail = blocks + JOINT.SIZE * joints
-    motion_offset(sig, dst, dst, st[tail + TAIL.last:tail + TAIL.last + MOTION],
-                  st[tail + TAIL.offset:tail + TAIL.offset + MOTION], changed and st[ST.active] > 0.5, changed, True,
-                  st[ST.length], st[ST.elapsed])
+    shown = inp
+    if source >= 0:
+        alpha, alpha_vel = smoothstep(st[ST.fade], st[ST.fade_length])
+        crossfade_kernel(slot(pose, ins[source]), inp, alpha, alpha_vel, out)
+        shown = out
+    elif blend == DEAD_BLEND and st[ST.fade_length] > 0.0:
+        dead_blend_kernel(old, inp, st[ST.fade_rate], st[ST.fade_length], st[ST.fade], out)
+        shown = out
+    inertialize_kernel(shown, off, st[ST.active] > 0.5, True, st[ST.length], st[ST.elapsed], out)
+    blend_motion(ins, outs, st, sig, n + n_cond + 1, blocks + JOINT.SIZE * joints, cur, source, changed, blend)
     copy_pose(out, prev)
     st[ST.shown] = 1.0
+
+
+@njit(cache=True)
+def blend_motion(ins, outs, st, sig, motions, tail, cur, source, changed, blend):
+    """The machine's root motion: the active state's (none linked: still), faded or inertialized as its pose is."""
+    dst = outs[FIXED_OUTS.motion]
+    src = ins[motions + cur]
+    for k in range(MOTION):
+        sig[dst + k] = sig[src + k] if src >= 0 else 0.0
+    if source >= 0:  # crossfading from the source state's motion
+        alpha = smoothstep(st[ST.fade], st[ST.fade_length])[0]
+        other = ins[motions + source]
+        for k in range(MOTION):
+            sig[dst + k] = alpha * sig[dst + k] + (1.0 - alpha) * (sig[other + k] if other >= 0 else 0.0)
+    last = st[tail + TAIL.last:tail + TAIL.last + MOTION]
+    if blend == DEAD_BLEND:
+        fade_motion(sig, dst, dst, last, st[tail + TAIL.old:tail + TAIL.old + MOTION],
+                    st[tail + TAIL.fading:tail + TAIL.fading + 1], changed and st[ST.fade_length] > 0.0, changed,
+                    st[ST.fade_rate], st[ST.fade_length], st[ST.fade])
+    else:  # an offset on a change, decaying as the pose's does (none for a crossfade from rest)
+        motion_offset(sig, dst, dst, last, st[tail + TAIL.offset:tail + TAIL.offset + MOTION],
+                      changed and st[ST.active] > 0.5, changed, True, st[ST.length], st[ST.elapsed])
 
 
 class State(Part):
@@ -211,7 +278,10 @@ class Transition(Part):
                                 description="condition input: a bool, or a scalar with above/below (none: always)")
     above: Optional[float] = Field(None, allow_inf_nan=False, description="holds while the scalar is above this")
     below: Optional[float] = Field(None, allow_inf_nan=False, description="holds while the scalar is below this")
-    duration: float = seconds_field(0.25, "inertialized transition time; 0 cuts")
+    duration: float = seconds_field(0.25, "transition time (s); 0 cuts")
+    blend: Literal["inertialize", "crossfade", "dead_blend"] = Field(
+        "inertialize", description="inertialize (the new state only), crossfade (both states run), dead_blend")
+    halflife: float = seconds_field(0.2, "dead_blend: half-life of the old pose's velocities; 0 holds it")
     priority: int = Field(0, ge=-1000, le=1000, description="lower first among those that hold [-1000, 1000]")
 
 
@@ -328,7 +398,8 @@ class StateMachine(Node):
             rows.append((k, (ANY if t.source == "any" else index[t.source], index[t.to],
                              -1 if t.when is None else conds[t.when],
                              -UNBOUNDED if t.above is None else t.above, UNBOUNDED if t.below is None else t.below,
-                             cut_seconds(t.duration))))
+                             cut_seconds(t.duration), BLENDS.index(t.blend),
+                             min(halflife_rate(cut_seconds(t.halflife)), 1e300))))
         return rows
 
     def params(self, ctx=None):
@@ -369,7 +440,7 @@ class StateMachine(Node):
         joints = len(ctx.skeleton)
         st = np.zeros(ST.SIZE + len(self.states) + JOINT.SIZE * joints + TAIL.SIZE, np.float64)
         st[ST.cur] = [s.name for s in self.states].index(self.start)
-        st[ST.target], st[ST.last_travel] = -1.0, -1.0
+        st[ST.target], st[ST.last_travel], st[ST.fade_from] = -1.0, -1.0, -1.0
         return st
 
     def warnings(self):
@@ -456,10 +527,16 @@ class StateMachinePlayer:
 
 
 def verify_state_machine(m, t, h, rng):
-    """Two states (the clip, the backwards clip) switched ``lag`` s before t, and back mid-transition half the time."""
+    """Two states (the clip, the backwards clip) switched ``lag`` s before t, and back mid-transition half the time;
+    a stencil per blend (inertialize, crossfade, dead_blend)."""
+    return [switched_stencil(m, t, h, rng, blend) for blend in BLENDS]
+
+
+def switched_stencil(m, t, h, rng, blend):
+    """One verify stencil of a two-state machine whose transitions blend by ``blend``."""
     sm = StateMachinePlayer(start="a", states=[{"name": "a"}, {"name": "b"}],
-                            transitions=[{"from": "a", "to": "b", "when": "go", "duration": 0.4},
-                                         {"from": "b", "to": "a", "when": "back", "duration": 0.4}])
+                            transitions=[{"from": "a", "to": "b", "when": "go", "duration": 0.4, "blend": blend},
+                                         {"from": "b", "to": "a", "when": "back", "duration": 0.4, "blend": blend}])
     lag = rng.uniform(3 * FRAME, 0.4 - (STEPS[-1] + 1) * h)
     start = t - lag
     flags = {"go": False, "back": False}
@@ -478,7 +555,7 @@ def verify_state_machine(m, t, h, rng):
         step(mid + FRAME, FRAME)
         flags["back"] = False
         start = mid + FRAME
-    return [play(step, start, t, h)]
+    return play(step, start, t, h)
 
 
 StateMachine.OP, StateMachine.VERIFY = StateMachinePlayer, verify_state_machine

@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
-from animgraph.nodes.dead_blend import JOINT, MAX_TURN, MOTION, PAR, ST, DeadBlend, DeadBlender
+from animgraph.fades import MAX_TURN
+from animgraph.nodes.dead_blend import JOINT, MOTION, PAR, ST, DeadBlend, DeadBlender
 from conftest import BUNDLED, SHARED_MOCAP, TEST_ONLY, load_any
 from fd import from_rotvec, qconj, qmul, rotvec
 from test_node_inertialize import (

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import animgraph as ag
 from animgraph.errors import GraphError
-from animgraph.nodes.state_machine import StateMachine, StateMachinePlayer
+from animgraph.nodes.state_machine import BLENDS, StateMachine, StateMachinePlayer
 from animgraph.pops import PopFinder
 from fdcheck import world_velocity_errors
 
@@ -69,6 +69,8 @@ def machine_graph(transitions, states=("idle", "walk", "run"), conditions=(), **
     ({"states": [{"name": "a", "reset_on_enter": "yes"}, {"name": "b"}]}, "reset_on_enter: expected a number"),
     ({"transitions": [{"from": "a", "to": "b", "when": "x", "above": "0.5"}]}, "above: expected a number"),
     ({"states": [{"name": "a"}, {"name": "b_motion"}]}, "collides with a port name"),
+    ({"transitions": [{"from": "a", "to": "b", "blend": "slerp"}]}, "transitions.0.blend"),
+    ({"transitions": [{"from": "a", "to": "b", "blend": "dead_blend", "halflife": -0.1}]}, "halflife"),
 ])
 def test_validity_bad_machines_refused_naming_node_and_field(fields, says):
     data = {"id": "sm", "type": "state_machine", "start": "a", "states": [{"name": "a"}, {"name": "b"}]} | fields
@@ -212,14 +214,20 @@ TRANSITIONS = [{"from": "idle", "to": "walk", "when": "speed", "above": 0.5, "du
                {"from": "any", "to": "idle", "when": "speed", "below": 0.5, "duration": 0.4, "priority": -1}]
 
 
+def blended(transitions, blend):
+    """``transitions`` each hidden by ``blend`` (inertialize, crossfade, dead_blend)."""
+    return [t | {"blend": blend} for t in transitions]
+
+
 def speed_at(t):
     """A script through every transition, and interruptions (a reversal 0.1 s into a 0.3 s transition)."""
     keys = [(0.0, 0.0), (0.5, 1.0), (1.2, 3.0), (1.3, 1.0), (2.0, 0.0), (2.1, 3.0), (2.15, 3.0), (3.0, 0.2)]
     return next(v for k, v in reversed(keys) if t >= k)
 
 
-def test_no_pop_through_transitions_and_interruptions_and_the_states_seen():
-    plan = ag.compile(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]), reuse_slots=False)
+@pytest.mark.parametrize("blend", BLENDS)
+def test_no_pop_through_transitions_and_interruptions_and_the_states_seen(blend):
+    plan = ag.compile(machine_graph(blended(TRANSITIONS, blend), conditions=[("speed", "scalar")]), reuse_slots=False)
     inst, finder = plan.instance(), PopFinder(plan)
     dt, pops, states = 1 / 60, [], []
     for f in range(int(3.5 / dt)):
@@ -232,12 +240,13 @@ def test_no_pop_through_transitions_and_interruptions_and_the_states_seen():
     assert runs[:4] == [0, 1, 2, 1] and 0 in runs[4:] and runs[-1] == 0, runs
 
 
+@pytest.mark.parametrize("blend", BLENDS)
 @pytest.mark.parametrize("at", [0.5, 1.2, 1.3, 2.0, 2.1])
-def test_world_velocities_equal_central_differences_while_a_transition_blends(at):
+def test_world_velocities_equal_central_differences_while_a_transition_blends(at, blend):
     """Stepped at 60 Hz through the state change at ``at`` (or an interruption), then a stencil 50 ms on, while the
-    offset decays: the velocities are the exact derivative of what is shown.  (A stencil astride the switch frame
-    would measure the jump in acceleration that any inertialization has there, not an error.)"""
-    plan = ag.compile(machine_graph(TRANSITIONS, conditions=[("speed", "scalar")]))
+    offset decays or the fade runs: the velocities are the exact derivative of what is shown.  (A stencil astride the
+    switch frame would measure the jump in acceleration that any inertialization or fade has there, not an error.)"""
+    plan = ag.compile(machine_graph(blended(TRANSITIONS, blend), conditions=[("speed", "scalar")]))
     inst, parents = plan.instance(), plan.skeleton.parents
     clock, dt, changes = 0.0, 1 / 60, []
     while clock < at + 0.05 - 1e-9:
@@ -256,8 +265,9 @@ def test_world_velocities_equal_central_differences_while_a_transition_blends(at
     assert err.max() < 2e-3 and err_ang.max() < 2e-3, (at, err.max(), err_ang.max())
 
 
-def test_lane_executor_equals_the_per_character_one_with_characters_in_different_states():
-    graph = machine_graph(TRANSITIONS, conditions=[("speed", "scalar")])
+@pytest.mark.parametrize("blend", BLENDS)
+def test_lane_executor_equals_the_per_character_one_with_characters_in_different_states(blend):
+    graph = machine_graph(blended(TRANSITIONS, blend), conditions=[("speed", "scalar")])
     batch = 19
     lanes = ag.compile(graph, batch=batch).instance(lanes=True)
     chars = ag.compile(graph, batch=batch).instance(lanes=False, parallel=False)
@@ -516,6 +526,77 @@ def test_root_motion_follows_the_state_without_a_step():
     np.testing.assert_allclose(motion[60 + 19:], run[60 + 19:], atol=1e-9)  # 0.3 s on: run's own
 
 
+# ------------------------------------------------------------------ crossfade and dead blend
+
+
+def fade_weight(t, duration):
+    """The smoothstep weight ``3s^2 - 2s^3`` of the new state ``t`` s into a fade, and its rate (1/s)."""
+    s = min(max(t / duration, 0.0), 1.0)
+    return 3 * s**2 - 2 * s**3, 6 * s * (1 - s) / duration
+
+
+def switching(blend, duration=0.4):
+    """A debug plan of walk -> run (on ``go``, ``duration`` s, hidden by ``blend``) and an instance of it."""
+    plan = ag.compile(machine_graph(blended([t | {"duration": duration} for t in SWITCH], blend), states=("walk", "run"),
+                                    conditions=[("go", "bool"), ("back", "bool")]), reuse_slots=False)
+    return plan.instance()
+
+
+def test_a_crossfade_shows_the_blend_of_both_states_and_runs_both_until_it_ends():
+    """walk -> run crossfaded over 0.4 s (24 frames) from frame 10: each frame the machine's pose is ``ops.blend`` of
+    the two samples' poses at the smoothstep weight and its rate; both samples run while it lasts, then only run's."""
+    inst, dt, go = switching("crossfade"), 1 / 60, 10
+    ticks = []  # how far walk's clock moved each frame
+    for f in range(50):
+        before = clock(inst, "s_walk")
+        inst.step(dt, {"go": float(f == go), "back": 0.0})
+        ticks.append(clock(inst, "s_walk") - before)
+        if go <= f <= go + 22:
+            alpha, rate = fade_weight((f - go) * dt, 0.4)
+            want = ag.ops.blend(inst.port("s_walk", "pose"), inst.port("s_run", "pose"), alpha, rate)
+            for a, b in zip(inst.port("sm", "pose").as_tuple(), want.as_tuple()):
+                np.testing.assert_allclose(a, b, atol=2e-5)
+        if f >= go + 26:  # over: run's pose as it is
+            for a, b in zip(inst.port("sm", "pose").as_tuple(), inst.port("s_run", "pose").as_tuple()):
+                np.testing.assert_array_equal(a, b)
+    assert ticks[1:go + 23] == pytest.approx([dt] * (go + 22)) and ticks[go + 26:] == [0.0] * (50 - go - 26), ticks
+
+
+def carried(pose, dt):
+    """``pose`` carried ``dt`` s on at its own constant velocities (positions, rotations by exp(ang dt), log scales)."""
+    out = ag.Pose(*(np.array(a, dtype=np.float64) for a in pose.as_tuple()))
+    out.pos += pose.vel * dt
+    turn = np.asarray(pose.ang, np.float64) * dt
+    angle = np.linalg.norm(turn, axis=-1, keepdims=True)
+    axis = np.divide(turn, angle, out=np.zeros_like(turn), where=angle > 0)
+    q = np.concatenate([np.cos(angle / 2), np.sin(angle / 2) * axis], axis=-1)
+    w1, v1, w2, v2 = q[..., :1], q[..., 1:], out.rot[..., :1], out.rot[..., 1:]
+    out.rot = np.concatenate([w1 * w2 - np.sum(v1 * v2, -1, keepdims=True),
+                              w1 * v2 + w2 * v1 + np.cross(v1, v2)], axis=-1)
+    out.scl *= np.exp(pose.svl * dt)
+    return out
+
+
+def test_a_dead_blend_coasts_the_shown_pose_into_the_new_state_and_runs_only_it():
+    """walk -> run dead-blended from frame 10: the machine's pose equals a ``DeadBlender`` started from the pose shown
+    the frame before carried a frame on and fed run's pose; walk's sample stops at once."""
+    inst, dt, go = switching("dead_blend"), 1 / 60, 10
+    dead = ag.ops.DeadBlender(duration=0.4, halflife=0.2)
+    ticks, shown = [], None
+    for f in range(40):
+        before = clock(inst, "s_walk")
+        inst.step(dt, {"go": float(f == go), "back": 0.0})
+        ticks.append(clock(inst, "s_walk") - before)
+        if f == go:
+            dead.transition(carried(shown, dt))
+        if f >= go:
+            want = dead.update(inst.port("s_run", "pose"), 0.0 if f == go else dt)
+            for a, b in zip(inst.port("sm", "pose").as_tuple(), want.as_tuple()):
+                np.testing.assert_allclose(a, b, atol=2e-5)
+        shown = ag.Pose(*(np.array(a) for a in inst.port("sm", "pose").as_tuple()))
+    assert ticks[1:go] == pytest.approx([dt] * (go - 1)) and ticks[go:] == [0.0] * (40 - go), ticks
+
+
 # ------------------------------------------------------------------ save and restore mid-transition
 
 
@@ -540,14 +621,15 @@ def recorded(inst, script):
     return frames
 
 
+@pytest.mark.parametrize("blend", BLENDS)
 @pytest.mark.parametrize("batch", [1, 19])  # 19: the lane executor
 @pytest.mark.parametrize("interrupted", [False, True])
-def test_a_restore_mid_transition_continues_bit_identically(batch, interrupted):
+def test_a_restore_mid_transition_continues_bit_identically(batch, interrupted, blend):
     # walk -> run starts at frame 10; interrupted: run -> walk at frame 16, mid-transition; saved at frame 20, while
     # the (last) transition runs; then 40 frames with another interruption.  Loaded in place or into a fresh instance
     # of the plan, the 40 frames repeat exactly.
-    plan = ag.compile(machine_graph(SWITCH, states=("walk", "run"), conditions=[("go", "bool"), ("back", "bool")]),
-                      batch=batch)
+    plan = ag.compile(machine_graph(blended(SWITCH, blend), states=("walk", "run"),
+                                    conditions=[("go", "bool"), ("back", "bool")]), batch=batch)
     inst = plan.instance()
     before = switch_script(20, batch, 10, (16,) if interrupted else ())
     recorded(inst, before)
