@@ -10,19 +10,21 @@ holds; ``when`` names a condition input: a bool (holds when true), or a scalar w
 
 A transition's ``blend`` says how the change is hidden over its ``duration``:
 
-- ``inertialize`` (default; ``animgraph.offsets``, cubic): the offset is taken from the
-  machine's own previous output, carried one frame on at its velocities, to the new state's
-  pose; only the new state runs.
-- ``dead_blend`` (``animgraph.fades``): the previous output, carried a frame on, coasts on
-  velocities decaying with the transition's ``halflife`` and fades into the new state's pose
-  (smoothstep weight, its rate in the velocities); only the new state runs.
+- ``inertialize`` (default; ``animgraph.offsets``, cubic): an offset from what showed to the
+  new state's pose; only the new state runs.
+- ``dead_blend`` (``animgraph.fades``): what showed coasts on velocities decaying with the
+  transition's ``halflife`` and fades into the new state's pose (smoothstep weight, its rate
+  in the velocities); only the new state runs.
 - ``crossfade``: the old state's pose fades into the new one's (smoothstep weight, its rate
   in the velocities); both states run until it ends.
 
-Interruptions need no pose history and never pop: an inertialization or a dead blend starts
-from the current output whatever was running; a crossfade started while another transition
-still shows fades from the state being left, with the gap from the current output to that
-pose inertialized away over its duration.
+"What showed" is, for a change from rest, the pose of the state left, which runs on for
+that one frame (exact, with its velocities); while another transition still shows, the
+machine's own previous output carried a frame on at its velocities.  So interruptions need
+no pose history and never pop: an inertialization or a dead blend starts from what showed
+whatever was running; a crossfade started while another transition still shows fades from
+the state being left, with the gap from what showed to that pose inertialized away over its
+duration.  At rest the machine keeps no copy of its output.
 
 Travel (the ``travel`` input: a state's index; any other value stops travelling) walks
 the shortest path over the transitions regardless of their conditions, one hop per
@@ -80,10 +82,12 @@ INERTIALIZE, CROSSFADE, DEAD_BLEND = range(3)
 # -1 none: the early kernel tells the pose kernel), the states needed now and those entered now (bit masks, see
 # animgraph.node's branches); then per state the seconds since it was entered; then per joint the previous output
 # (kineform) and the offset, each a block of joints rows; then the root motion shown and its offset (TAIL).
-# The running fade (crossfade or dead blend): how the last transition blends, whether something showed when it began,
-# the crossfade's source state (-1 none), its seconds, duration (0: none) and the dead blend's velocity decay (1/s).
+# The last transition: the state it left, how it blends, whether another still showed when it began (else the previous
+# output is the state it left, whose nodes run that frame); the running fade (crossfade or dead blend): the crossfade's
+# source state (-1 none), its seconds, duration (0: none) and the dead blend's velocity decay (1/s).
 ST = fields("StateMachineSt", cur=1, time=1, target=1, last_travel=1, travelled=1, shown=1, elapsed=1, active=1,
-            length=1, hop=1, live=1, entered=1, blend=1, busy=1, fade_from=1, fade=1, fade_length=1, fade_rate=1)
+            length=1, hop=1, live=1, entered=1, was=1, blend=1, busy=1, fade_from=1, fade=1, fade_length=1,
+            fade_rate=1)
 JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET, old=KFORM)  # old: the dead blend's snapshot
 FIXED_OUTS = fields("StateMachineOut", pose=1, motion=1, state=1, time_in_state=1, changed=1)  # then <state>_time
 MOTION = 6  # a motion signal's floats
@@ -139,7 +143,7 @@ def follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur):
 def start_fade(st, blend, rate, length, was):
     """A transition begins: how it blends, whether something still showed, and its fade (none for an inertialization)."""
     st[ST.busy] = 1.0 if st[ST.active] > 0.5 or st[ST.fade_length] > 0.0 else 0.0
-    st[ST.blend] = blend
+    st[ST.blend], st[ST.was] = blend, was
     fades = blend != INERTIALIZE and length > 0.0
     st[ST.fade], st[ST.fade_length], st[ST.fade_rate] = 0.0, length if fades else 0.0, rate
     st[ST.fade_from] = was if fades and blend == CROSSFADE else -1.0
@@ -182,7 +186,9 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
         times[cur] += dt
     restart = par[rows + n_trans * ROW.SIZE + n * n + cur] > 0.5  # the state's reset_on_enter
     st[ST.cur], st[ST.hop] = cur, length if changed else -1.0
-    source = int(st[ST.fade_from])
+    # The state left runs on through a crossfade, and for the frame of a change from rest: its pose now is what the
+    # machine would have shown, the transition's start.
+    source = int(st[ST.fade_from]) if not changed or st[ST.busy] > 0.5 else was
     st[ST.live] = float((1 << cur) | (1 << source if source >= 0 else 0))
     st[ST.entered] = float(1 << cur) if changed and restart else 0.0
     sig[outs[FIXED_OUTS.state]] = cur
@@ -208,17 +214,23 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
     at = blocks + JOINT.off * joints
     off = st[at:at + OFFSET * joints].reshape((joints, OFFSET))
     if changed:
+        # What showed, now: the state left (from rest: it ran this frame), or the previous output carried a frame on
+        # at its velocities (another transition still showed).
+        busy = st[ST.busy] > 0.5
         # An inertialization's offset reaches the new state's pose; an interrupting crossfade's reaches the pose it
         # fades from.  A step longer than the offset takes to decay makes carrying the output that far meaningless.
         record = length > 0.0 and still_active(True, length, dt) and (
-            blend == INERTIALIZE or (blend == CROSSFADE and st[ST.busy] > 0.5))
+            blend == INERTIALIZE or (blend == CROSSFADE and busy))
+        dst = slot(pose, ins[source]) if source >= 0 else inp
+        dead = blend == DEAD_BLEND and st[ST.fade_length] > 0.0
+        if busy:
+            start_from(prev, dt, dst, record, dead, off, old)
+        else:
+            start_from(slot(pose, ins[int(st[ST.was])]), 0.0, dst, record, dead, off, old)
         if record:
-            record_offsets(prev, slot(pose, ins[source]) if source >= 0 else inp, dt, off)
             st[ST.elapsed], st[ST.active], st[ST.length] = 0.0, 1.0, length
         else:
             st[ST.active] = 0.0
-        if blend == DEAD_BLEND and st[ST.fade_length] > 0.0:
-            carry_pose(prev, dt, old)
     else:
         st[ST.elapsed] += dt
     if st[ST.active] > 0.5 and not still_active(True, st[ST.length], st[ST.elapsed]):
@@ -233,8 +245,19 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
         shown = out
     inertialize_kernel(shown, off, st[ST.active] > 0.5, True, st[ST.length], st[ST.elapsed], out)
     blend_motion(ins, outs, st, sig, n + n_cond + 1, blocks + JOINT.SIZE * joints, cur, source, changed, blend)
-    copy_pose(out, prev)
+    if st[ST.active] > 0.5 or st[ST.fade_length] > 0.0:  # at rest the next change starts from the state's own pose
+        copy_pose(out, prev)
     st[ST.shown] = 1.0
+
+
+@njit(cache=True)
+def start_from(shown, ahead, dst, record, dead, off, old):
+    """A transition starts from pose ``shown`` carried ``ahead`` s on: the offsets to ``dst`` and the dead blend's
+    snapshot, as needed."""
+    if record:
+        record_offsets(shown, dst, ahead, off)
+    if dead:
+        carry_pose(shown, ahead, old)
 
 
 @njit(cache=True)

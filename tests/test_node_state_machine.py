@@ -328,7 +328,8 @@ def clock(inst, node_id, c=0):
 @pytest.mark.parametrize("how", ["compiled", "python", "lanes"])
 def test_only_the_active_states_nodes_run_and_restart_on_entry(how):
     """Idle shows first: walk's and run's samples stay where they are; walk entered restarts its sample at its start and
-    runs it; run's stays paused; re-entering walk restarts it again.  The same on every executor."""
+    runs it; run's stays paused; re-entering walk restarts it again.  A state left runs one frame more (the change's:
+    its pose then is where the transition starts).  The same on every executor."""
     graph = machine_graph(TRANSITIONS, conditions=[("speed", "scalar")])
     batch = 16 if how == "lanes" else 1
     inst = ag.compile(graph, batch=batch).instance(python=how == "python", lanes=how == "lanes",
@@ -342,11 +343,12 @@ def test_only_the_active_states_nodes_run_and_restart_on_entry(how):
             assert clock(inst, "s_walk") == 0.3 and clock(inst, "s_run") == 0.0  # never ran: initial rows
         if f == 49:  # walk since frame 20: shown 0.3 s + 29 dt, the clock one frame on
             assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt) and clock(inst, "s_run") == 0.0
-        if f == 79:  # run since frame 50; walk paused where it was left
-            assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt)
+        if f == 79:  # run since frame 50; walk paused where it was left, the change's frame on
+            assert clock(inst, "s_walk") == pytest.approx(0.3 + 31 * dt)
             assert clock(inst, "s_run") == pytest.approx(30 * dt)
     assert seen == {0: 0, 1: 20, 2: 50}
-    assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt) and clock(inst, "s_run") == pytest.approx(30 * dt)
+    # walk re-entered at frame 80 (restarted); run ran frames 50-79 and 80, the change's
+    assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt) and clock(inst, "s_run") == pytest.approx(31 * dt)
     if batch > 1:  # every lane the same
         plan = inst.plan
         from animgraph.executor import OP_STATE
@@ -362,8 +364,8 @@ def test_a_state_without_reset_on_enter_resumes_its_nodes_where_they_paused():
     inst, dt = ag.compile(graph).instance(), 1 / 60
     for f, speed in enumerate([1.0] * 31 + [3.0] * 20 + [1.0] * 10):
         inst.step(dt, {"speed": speed})
-    # walk ran frames 1-30 and 51-60 (entered at frame 1: 0 -> walk), paused in between
-    assert clock(inst, "s_walk") == pytest.approx(0.3 + 40 * dt)
+    # walk ran frames 1-31 (entered at frame 1: 0 -> walk; left at 31, which it runs) and 51-60, paused in between
+    assert clock(inst, "s_walk") == pytest.approx(0.3 + 41 * dt)
 
 
 def test_which_nodes_a_state_owns():
@@ -577,24 +579,29 @@ def carried(pose, dt):
     return out
 
 
-def test_a_dead_blend_coasts_the_shown_pose_into_the_new_state_and_runs_only_it():
-    """walk -> run dead-blended from frame 10: the machine's pose equals a ``DeadBlender`` started from the pose shown
-    the frame before carried a frame on and fed run's pose; walk's sample stops at once."""
-    inst, dt, go = switching("dead_blend"), 1 / 60, 10
+def test_a_dead_blend_coasts_what_showed_into_the_new_state_and_runs_only_it():
+    """walk -> run dead-blended from frame 10, back to walk at frame 20 (mid-blend): the machine's pose equals a
+    ``DeadBlender`` started from what showed and fed the new state's pose; what showed is walk's pose that frame at the
+    change from rest (its sample runs that frame, then stops), and the machine's output the frame before carried a
+    frame on at the interruption."""
+    inst, dt, go, back = switching("dead_blend"), 1 / 60, 10, 20
     dead = ag.ops.DeadBlender(duration=0.4, halflife=0.2)
     ticks, shown = [], None
-    for f in range(40):
+    for f in range(50):
         before = clock(inst, "s_walk")
-        inst.step(dt, {"go": float(f == go), "back": 0.0})
+        inst.step(dt, {"go": float(f == go), "back": float(f == back)})
         ticks.append(clock(inst, "s_walk") - before)
         if f == go:
+            dead.transition(inst.port("s_walk", "pose"))
+        if f == back:
             dead.transition(carried(shown, dt))
         if f >= go:
-            want = dead.update(inst.port("s_run", "pose"), 0.0 if f == go else dt)
+            want = dead.update(inst.port("s_run" if f < back else "s_walk", "pose"), 0.0 if f in (go, back) else dt)
             for a, b in zip(inst.port("sm", "pose").as_tuple(), want.as_tuple()):
                 np.testing.assert_allclose(a, b, atol=2e-5)
         shown = ag.Pose(*(np.array(a) for a in inst.port("sm", "pose").as_tuple()))
-    assert ticks[1:go] == pytest.approx([dt] * (go - 1)) and ticks[go:] == [0.0] * (40 - go), ticks
+    assert ticks[1:go + 1] == pytest.approx([dt] * go) and ticks[go + 1:back] == [0.0] * (back - go - 1), ticks
+    assert clock(inst, "s_walk") == pytest.approx(0.3 + 30 * dt)  # restarted at frame 20, shown 29 frames on
 
 
 # ------------------------------------------------------------------ save and restore mid-transition
