@@ -635,7 +635,7 @@ def machine8_graph(one_state=False):
     from . import data
     from .graph import Graph
 
-    clips = data.names()
+    clips = data.locomotion()
     states = [f"m{k}" for k in range(8)]
     nodes, links = [], []
     for k, name in enumerate(states[:1] if one_state else states):

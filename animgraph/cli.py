@@ -248,8 +248,10 @@ def _cmd_verify(args):
 
     from . import verify
 
+    from . import data
+
     clips = []
-    for name in args.clips or _bundled():
+    for name in args.clips or data.locomotion():  # the wave action on request: verify wave
         skel, clip, _ = load_clip(name)
         clips.append((Path(name).stem, skel, clip))
     if not args.json:

@@ -439,7 +439,7 @@ def cached_build(paths, schema=None, mirror=True, progress=None):
 def _bundled():
     from . import data
 
-    return cached_build([BUNDLED_PREFIX + n for n in data.names()], None, mirror=True)
+    return cached_build([BUNDLED_PREFIX + n for n in data.locomotion()], None, mirror=True)
 
 
 def bundled():

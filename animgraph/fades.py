@@ -29,8 +29,10 @@ would need its turn since the transition, which only a per-step history knows (a
 the pose depends on the steps).
 
 A plain crossfade (``crossfade_kernel``) blends two live poses with the same smoothstep weight,
-its rate entering the velocities (``maths.blend_kform``).  Used by the ``dead_blend`` and
-``state_machine`` nodes.
+its rate entering the velocities (``maths.blend_kform``); a layered one (``layer_kernel``)
+blends each joint at the weight times its mask weight (``animgraph.branches``), joints
+outside the mask staying the base exactly.  Used by the ``dead_blend``, ``state_machine``,
+``layered_blend`` and ``one_shot`` nodes.
 """
 
 import math
@@ -147,3 +149,15 @@ def crossfade_kernel(a, b, alpha, alpha_vel, out):
     """Pose ``a`` blended into pose ``b`` by weight ``alpha`` moving at ``alpha_vel`` (1/s), joint by joint, into ``out``."""
     for j in range(out[0].shape[0]):
         store_kform(out, j, blend_kform(load_kform(a, j), load_kform(b, j), alpha, alpha_vel))
+
+
+@njit(cache=True, error_model="numpy")
+def layer_kernel(base, layer, mask, alpha, alpha_vel, out):
+    """Pose ``base`` blended towards ``layer`` joint by joint at weight ``alpha mask[j]`` (rate ``alpha_vel mask[j]``,
+    1/s) into ``out``; a joint of weight 0 is the base's row exactly."""
+    for j in range(out[0].shape[0]):
+        w = alpha * mask[j]
+        if w == 0.0 and alpha_vel * mask[j] == 0.0:
+            store_kform(out, j, load_kform(base, j))
+        else:
+            store_kform(out, j, blend_kform(load_kform(base, j), load_kform(layer, j), w, alpha_vel * mask[j]))

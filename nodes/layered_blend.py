@@ -16,9 +16,9 @@ from pydantic import Field
 
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.branches import MAX_BRANCHES, Branch, branch_mask, mask_weights
+from animgraph.fades import layer_kernel
 from animgraph.kernels import weight_input
 from animgraph.limits import unit_field
-from animgraph.maths import blend_kform, load_kform, store_kform
 from animgraph.node import Node, Port, port_indices, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.stencil import stencil
@@ -33,19 +33,11 @@ IN, OUT = port_indices("LayeredBlendIn", INPUTS), port_indices("LayeredBlendOut"
 # Parameters: one mask weight per joint (alpha is a signal always: the planner feeds an unlinked port its field).
 
 
-@njit(cache=True, error_model="numpy")
-def layered_blend_kernel(base, layer, mask, alpha, alpha_vel, out):
-    """Blend pose tuples row by row at weight ``alpha mask[j]`` (rate ``alpha_vel mask[j]``) into ``out``."""
-    for j in range(out[0].shape[0]):
-        k = blend_kform(load_kform(base, j), load_kform(layer, j), alpha * mask[j], alpha_vel * mask[j])
-        store_kform(out, j, k)
-
-
 @njit(cache=True, inline="always")
 def layered_blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: base and layer slots, the weight signal, the mask (the parameters)."""
     alpha, alpha_vel = weight_input(sig, ins[IN.alpha])
-    layered_blend_kernel(slot(pose, ins[IN.base]), slot(pose, ins[IN.layer]), par, alpha, alpha_vel,
+    layer_kernel(slot(pose, ins[IN.base]), slot(pose, ins[IN.layer]), par, alpha, alpha_vel,
                          slot(pose, outs[OUT.pose]))
 
 
@@ -79,7 +71,7 @@ def layered_blend(base, layer, mask, alpha=1.0, alpha_vel=0.0):
     alpha, alpha_vel = weights(shape, alpha, alpha_vel)
     out = Pose.identity(base.joints, shape)
     for n, (a, b, dst) in enumerate(zip(base.items(), layer.items(), out.items())):
-        layered_blend_kernel(a, b, mask, alpha[n], alpha_vel[n], dst)
+        layer_kernel(a, b, mask, alpha[n], alpha_vel[n], dst)
     return out
 
 

@@ -13,12 +13,13 @@ from animgraph.data import CMU_SCALE
 
 from conftest import BUNDLED, MM_BUNDLED, SHARED_MOCAP, TEST_ONLY, shared_path
 
-EVERY_BUNDLED = BUNDLED + MM_BUNDLED
+EVERY_BUNDLED = BUNDLED + MM_BUNDLED + ["wave"]
 
 
 def test_names_and_paths():
     assert ag.data.names() == ["walk", "walk_turn", "jog", "run", "run_stop",
-                               "jog_turn_left", "jog_turn_right", "run_veer_right", "walk_stop"]
+                               "jog_turn_left", "jog_turn_right", "run_veer_right", "walk_stop", "wave"]
+    assert ag.data.locomotion() == ag.data.names()[:-1]
     for name in ag.data.names():
         assert ag.data.path(name).is_file()
 
@@ -44,16 +45,25 @@ def test_sources_sha256_match_the_files():
     sources = (ag.data.path("walk").parent / "SOURCES.md").read_text()
     assert "mocap.cs.cmu.edu" in sources and "NSF EIA-0196217" in sources
     sums = dict((f, h) for h, f in re.findall(r"([0-9a-f]{64})\s+(\S+\.bvh)", sources))
-    assert len(sums) == 9
+    assert len(sums) == 10
     for name in EVERY_BUNDLED:
         path = ag.data.path(name)
         assert sums[path.name] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def test_bundled_byte_identical_to_shared():
-    for name in EVERY_BUNDLED:
+    for name in BUNDLED + MM_BUNDLED:
         path = ag.data.path(name)
         assert path.read_bytes() == shared_path(path.name).read_bytes()
+
+
+def test_wave_is_the_first_frames_of_13_26_byte_for_byte():
+    """The wave excerpt: 13_26's header and first 331 frame lines unchanged, its Frames: count 331."""
+    mine = ag.data.path("wave").read_bytes().split(b"\n")
+    full = shared_path("cmu_13_26_direct_traffic_wave.bvh").read_bytes().split(b"\n")
+    at = next(k for k, line in enumerate(full) if line.startswith(b"Frames:"))
+    assert mine[:at] == full[:at] and mine[at].strip() == b"Frames: 331" and mine[at + 1] == full[at + 1]
+    assert mine[at + 2:at + 2 + 331] == full[at + 2:at + 2 + 331] and mine[at + 2 + 331:] == [b""]
 
 
 @pytest.mark.parametrize("name", EVERY_BUNDLED)

@@ -18,7 +18,7 @@ FPS = 60
 SPEED = 1.4  # m/s
 SPIN = 0.5  # rad/s, turning left
 FEATURE_TOL = 2e-3  # m, m/s: the simulation bone's smoothing of an arc, central differences
-BUNDLED = [f"animgraph:{n}" for n in ag.data.names()]
+BUNDLED = [f"animgraph:{n}" for n in ag.data.locomotion()]
 
 
 def walker(frames=240, speed=SPEED, spin=0.0):

@@ -10,7 +10,8 @@ SAYS = {
     "clip_velocities.py": ["propagated", "central difference", "head angular velocity"],
     "build_graph.py": ["head speed", "saved walk_to_jog.json"],
     "batch_run.py": ["100 characters", "now playing run", "ns each"],
-    "states.py": ["-> walking", "-> running", "-> turning", "-> jog_turn_right", "-> idle", "ended in idle"],
+    "states.py": ["-> walking", "-> running", "-> turning", "-> jog_turn_right", "-> idle", "wave fired again",
+                  "wave blended out", "ended in idle"],
 }
 
 

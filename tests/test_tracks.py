@@ -27,7 +27,7 @@ from test_graph_format import _validate
 SHARED_GAITS = ["cmu_12_01_walk.bvh"] + [f"cmu_16_{n}.bvh" for n in (
     "23_walk_veer_left", "27_walk_90deg_left_turn", "34_slow_walk_stop", "36_run_jog", "41_jog_90deg_left_turn",
     "43_jog_90deg_right_turn", "45_run_jog", "49_run_veer_right", "57_run_jog_sudden_stop")]
-GAITS = ag.data.names() + SHARED_GAITS
+GAITS = ag.data.locomotion() + SHARED_GAITS
 
 
 def load_gait(name):

@@ -6,7 +6,7 @@ throw the left arm out for one frame, and its last frame throws the left hand: j
 every loop of the clip would replay.  ``jog_turn_left`` and ``walk_stop`` start with the right
 arm shaking for a few frames; those are dropped too.
 
-``names()`` lists them, ``load(name)`` returns ``(Skeleton, Clip)`` with the
+``names()`` lists them (``locomotion()`` the gaits, without the ``wave`` action), ``load(name)`` returns ``(Skeleton, Clip)`` with the
 canonical joint names of ``animgraph.names`` installed as aliases, ``path(name)``
 gives the file, and ``load_cmu(path)`` does the same for any cgspeed CMU BVH file,
 dropping frame 0 only where the data shows an added T-pose (``animgraph.clipfile``:
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..clipfile import CMU_SCALE, read_clip
 
-__all__ = ["CMU_SCALE", "load", "load_cmu", "names", "path"]
+__all__ = ["CMU_SCALE", "load", "load_cmu", "locomotion", "names", "path"]
 
 _DIR = Path(__file__).resolve().parent
 _FILES = {
@@ -37,7 +37,10 @@ _FILES = {
     "jog_turn_right": "cmu_16_43_jog_90deg_right_turn.bvh",
     "run_veer_right": "cmu_16_49_run_veer_right.bvh",
     "walk_stop": "cmu_16_34_slow_walk_stop.bvh",
+    # An action for one-shots (not a gait): the first 2.75 s of 13_26, as SOURCES.md allows.
+    "wave": "cmu_13_26_wave_excerpt.bvh",
 }
+ACTIONS = ("wave",)  # bundled clips that are not locomotion: kept out of the motion-matching database
 
 
 # (first good frame after the T-pose, frames dropped at the end) of bundled clips with capture glitches there.
@@ -50,6 +53,11 @@ _GLITCHED = {"walk": (8, 1), "jog_turn_left": (9, 0), "walk_stop": (13, 0)}
 def names():
     """Names of the bundled clips."""
     return list(_FILES)
+
+
+def locomotion():
+    """Names of the bundled locomotion clips (every one but the actions): the motion-matching database's."""
+    return [n for n in _FILES if n not in ACTIONS]
 
 
 def path(name):
