@@ -10,6 +10,12 @@ same weights.
 - ``spring_weights``: the critically damped spring by half-life (both rates ``2 ln2 / halflife``),
   never overshoots for a resting offset.
 - ``cubic_weights``: the Hermite cubic that reaches zero offset with zero rate at ``duration``.
+- ``rate_rest_weights``: a rate alone brought to rest, ``v0 t (1 - t/duration)^3``: zero offset,
+  rate and acceleration at ``duration`` (C2 there, where the cubic's rate term is only C1: its
+  acceleration steps by ``2 v0 / duration``).  Used for a fast rate cut short of the cubic's
+  duration (``offsets.overshoot_weights``): the step would then fall mid-transition, where it
+  is felt as a jolt and where a finite difference of the output (``animgraph verify``)
+  straddling it measures the step, not the velocity.
 
 ``spring_decay`` / ``cubic_decay`` apply these to one scalar; ``kform_extrapolate`` carries
 a kineform forward with exponentially decaying velocities (dead blending).
@@ -27,6 +33,8 @@ from .maths import from_scaled_angle_axis, qmul, vadd, vexp, vmul, vscale
 LN2 = math.log(2.0)
 MIN_SECONDS = 1e-6  # shorter half-lives and durations act as 0 (must match animgraph.limits)
 MAX_RATE = 2.0 * LN2 / MIN_SECONDS  # faster decay rates (1/s) act as infinite: a cut
+CUBIC_RATE_PEAK = 4.0 / 27.0  # largest s (1 - s)^2 (at s = 1/3): the cubic's rate term carries at most this |v0| duration
+REST_PEAK = 27.0 / 256.0  # largest s (1 - s)^3 (at s = 1/4): rate_rest_weights carries at most this |v0| duration
 
 
 @njit(cache=True)
@@ -82,6 +90,15 @@ def cubic_weights(duration, t):
         (6.0 * s**2 - 6.0 * s) / duration,
         3.0 * s**2 - 4.0 * s + 1.0,
     )
+
+
+@njit(cache=True)
+def rate_rest_weights(duration, t):
+    """Weights ``(xv, vv)`` of ``v0 t (1 - t/duration)^3`` and its rate (s, 1); zero from ``duration`` on (below MIN_SECONDS: at once)."""
+    if t >= duration or not duration >= MIN_SECONDS:
+        return 0.0, 0.0
+    r = 1.0 - t / duration
+    return t * r**3, r**2 * (1.0 - 4.0 * (t / duration))
 
 
 @njit(cache=True)

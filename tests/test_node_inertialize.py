@@ -11,12 +11,15 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
 from animgraph.nodes.inertialize import JOINT, MOTION, PAR, ST, Inertialize, Inertializer
-from animgraph.offsets import OVERSHOOT_ROT
+from animgraph.decay import CUBIC_RATE_PEAK, REST_PEAK, cubic_weights, rate_rest_weights
+from animgraph.offsets import OVERSHOOT_ROT, overshoot_weights
 from conftest import BUNDLED, load_any
 from fd import central_velocities, from_rotvec, qconj, qmul, rotvec
 
@@ -237,25 +240,98 @@ def test_duration_cubic_decay_hand_checked():
 
 def test_a_fast_offset_decays_over_a_shorter_duration_and_never_swings_past_its_bound():
     """A knee shown turning 50 rad/s faster than the new input (a switch at 5x playback), duration 0.3 s: over the
-    whole duration the cubic's rate term would carry it 2.2 rad on (4/27 |v0| T).  That term decays over the
-    duration that keeps it at ``OVERSHOOT_ROT``, the offset's own term over the whole duration (hand-computed),
-    the start's rate kept exactly; a slow position offset keeps the full duration for both terms."""
+    whole duration the cubic's rate term would carry it 2.2 rad on (4/27 |v0| T).  That term comes to rest as
+    ``v0 t (1 - t/T')^3`` over the ``T'`` that keeps it at ``OVERSHOOT_ROT`` (its peak is 27/256 |v0| T'), the offset's
+    own term over the whole duration (hand-computed), the start's rate kept exactly; a slow position offset keeps
+    the full duration for both terms."""
     inert = Inertializer(duration=0.3)
     src = single(rot=from_rotvec([0.2, 0, 0]), ang=(50.0, 0, 0), vel=(0.5, 0, 0))
     inert.transition(src, single())
-    short = OVERSHOOT_ROT / (50.0 * 4.0 / 27.0)  # 0.0675 s
+    short = OVERSHOOT_ROT / (50.0 * 27.0 / 256.0)  # 0.0948 s
     worst = 0.0
     for t in np.linspace(0.0, 0.3, 301):
         probe = copy.deepcopy(inert)
         out = probe.update(single(), t)
         x = rotvec(out.rot[0].astype(float))[0]
         worst = max(worst, x)
-        s, u = min(t / short, 1.0), t / 0.3  # the rate term's cubic over the short duration, the offset's over 0.3 s
-        want = 0.2 * (2 * u**3 - 3 * u**2 + 1) + 50.0 * short * (s**3 - 2 * s**2 + s)
+        s, u = min(t / short, 1.0), t / 0.3  # the rate term's quartic over the short duration, the offset's cubic over 0.3 s
+        want = 0.2 * (2 * u**3 - 3 * u**2 + 1) + 50.0 * t * (1 - s) ** 3
         assert abs(x - want) < 2e-5, (t, x, want)
         assert abs(out.pos[0, 0] - 0.5 * 0.3 * (u**3 - 2 * u**2 + u)) < 1e-6, t
     assert worst <= 0.2 + OVERSHOOT_ROT + 1e-5, worst
     np.testing.assert_allclose(inert.update(single(), 0.0).ang[0], [50.0, 0, 0], rtol=1e-5)  # the start's rate
+
+
+def test_rate_rest_weights_hand_checked():
+    # v0 t (1 - t/T)^3, T = 0.4: at 0 no offset at rate v0; at T/4 its peak 27/256 T at rest; at T/2 T/16 at -1/4.
+    assert rate_rest_weights(0.4, 0.0) == (0.0, 1.0)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 0.1), (27 / 256 * 0.4, 0.0), atol=1e-15)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 0.2), (0.4 / 16, -0.25), atol=1e-15)
+    assert rate_rest_weights(0.4, 0.4) == (0.0, 0.0) == rate_rest_weights(0.4, 7.0)
+    assert rate_rest_weights(1e-7, 0.0) == (0.0, 0.0)  # below MIN_SECONDS: at rest at once
+    assert REST_PEAK == 27 / 256 and CUBIC_RATE_PEAK == 4 / 27
+
+
+def _acceleration_step_at_end(weights, duration, k=1):
+    """The rate's acceleration just before ``duration`` (a one-sided float64 difference) minus the zero after it."""
+    e = 1e-6 * duration
+    return (weights(duration, duration - e)[k] - weights(duration, duration - 2 * e)[k]) / e
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.floats(1e-3, 3.0))
+def test_rate_rest_weights_rest_with_zero_acceleration_and_never_pass_their_peak(duration):
+    """Value and rate reach 0 at ``duration`` with the acceleration 0 too (C2: a difference across the end sees no
+    step, where the cubic's rate term steps by 2/T); the value stays in [0, REST_PEAK duration]; the rate is the
+    value's central difference and the acceleration starts at -6/T."""
+    grid = np.linspace(0.0, duration, 2001)
+    xs = np.array([rate_rest_weights(duration, t)[0] for t in grid])
+    assert xs.min() >= 0.0 and xs.max() <= REST_PEAK * duration * (1 + 1e-12)
+    assert xs.max() >= REST_PEAK * duration * (1 - 1e-5)  # the bound is tight: the peak is the one the overshoot uses
+    h = 1e-5 * duration
+    for t in grid[1:-1:50]:
+        fd = (rate_rest_weights(duration, t + h)[0] - rate_rest_weights(duration, t - h)[0]) / (2 * h)
+        assert abs(fd - rate_rest_weights(duration, t)[1]) < 1e-8, t
+    assert abs(_acceleration_step_at_end(rate_rest_weights, duration)) < 1e-4 / duration
+    assert abs(_acceleration_step_at_end(cubic_weights, duration, 3) - 2.0 / duration) < 1e-4 / duration
+    acc0 = (rate_rest_weights(duration, h)[1] - 1.0) / h
+    assert abs(acc0 + 6.0 / duration) < 1e-3 / duration
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.floats(0.0, 200.0), hs.floats(0.05, 1.0), hs.sampled_from([0.1, 0.5]))
+def test_overshoot_weights_keep_the_rate_term_within_the_overshoot(speed, duration, overshoot):
+    """Over the whole duration the rate term carries at most ``overshoot`` on and starts at the rate exactly; the
+    offset's own weights are the cubic's untouched; the rate weight is the value weight's central difference; a
+    slow rate keeps the cubic's weights exactly."""
+    v0 = np.array([0.6, -0.8, 0.0]) * speed
+    h = 1e-6 * duration
+    worst = 0.0
+    for t in np.linspace(0.0, duration, 801)[:-1]:
+        w = cubic_weights(duration, t)
+        got = overshoot_weights(duration, v0, overshoot, t, w)
+        assert (got[0], got[2]) == (w[0], w[2])
+        worst = max(worst, got[1] * speed)
+        if speed * CUBIC_RATE_PEAK * duration <= overshoot:
+            assert got == w
+        if t > 2 * h:
+            ahead = overshoot_weights(duration, v0, overshoot, t + h, cubic_weights(duration, t + h))
+            back = overshoot_weights(duration, v0, overshoot, t - h, cubic_weights(duration, t - h))
+            assert abs((ahead[1] - back[1]) / (2 * h) - got[3]) < 1e-5, t
+    assert worst <= overshoot * (1 + 1e-9)
+    assert overshoot_weights(duration, v0, overshoot, 0.0, cubic_weights(duration, 0.0))[1:4:2] == (0.0, 1.0)
+    if speed * CUBIC_RATE_PEAK * duration > overshoot:
+        # Brought to rest at T' (the duration whose peak 27/256 |v0| T' is the overshoot, at most the transition's)
+        # with no acceleration left: nothing steps mid-transition.
+        rest = min(duration, overshoot / (speed * REST_PEAK))
+
+        def rate_term(_, t):
+            return overshoot_weights(duration, v0, overshoot, t, cubic_weights(duration, t))
+
+        assert abs(_acceleration_step_at_end(rate_term, rest, 3)) < 1e-4 / rest
+        if rest < duration:
+            assert rate_term(None, rest)[1:4:2] == (0.0, 0.0)
+            assert abs(rate_term(None, rest / 4)[1] * speed - overshoot) < 1e-9  # the bound is reached
 
 
 def test_halflife_spring_decay_hand_checked():
