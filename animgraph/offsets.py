@@ -103,13 +103,21 @@ def overshoot_weights(duration, v0, overshoot, t, w):
     """Cubic weights ``w`` (over ``duration`` s, at ``t``), the rate term's brought to rest soon enough that it carries the offset at most ``overshoot`` on (``v0`` per s).
 
     The offset's own term keeps the whole duration (shortening it would snap a large offset
-    back in a few frames); only the start's rate comes to rest sooner, by ``rate_rest_weights``
-    (zero acceleration where it ends, so no jolt mid-transition), over at most the duration.
+    back in a few frames); only the start's rate comes to rest sooner, by ``rate_rest_weights``:
+    with tail 1 (no acceleration left where it ends mid-transition, so no jolt) over the duration
+    whose peak is the overshoot; while that would outlast the transition, over the whole duration
+    with the tail between 0 (the cubic's own term) and 1 that mixes the two peaks to the overshoot,
+    so that the weights stay continuous in ``v0``.
     """
     speed = vlen(v0)
     if speed * CUBIC_RATE_PEAK * duration <= overshoot:
         return w
-    fast = rate_rest_weights(min(duration, overshoot / (speed * REST_PEAK)), t)
+    allowed = overshoot / speed  # the most the rate term may carry per unit |v0| (s)
+    if allowed >= REST_PEAK * duration:
+        tail = (CUBIC_RATE_PEAK * duration - allowed) / ((CUBIC_RATE_PEAK - REST_PEAK) * duration)
+        fast = rate_rest_weights(duration, tail, t)
+    else:
+        fast = rate_rest_weights(allowed / REST_PEAK, 1.0, t)
     return w[0], fast[0], w[2], fast[1]
 
 

@@ -263,12 +263,16 @@ def test_a_fast_offset_decays_over_a_shorter_duration_and_never_swings_past_its_
 
 
 def test_rate_rest_weights_hand_checked():
-    # v0 t (1 - t/T)^3, T = 0.4: at 0 no offset at rate v0; at T/4 its peak 27/256 T at rest; at T/2 T/16 at -1/4.
-    assert rate_rest_weights(0.4, 0.0) == (0.0, 1.0)
-    np.testing.assert_allclose(rate_rest_weights(0.4, 0.1), (27 / 256 * 0.4, 0.0), atol=1e-15)
-    np.testing.assert_allclose(rate_rest_weights(0.4, 0.2), (0.4 / 16, -0.25), atol=1e-15)
-    assert rate_rest_weights(0.4, 0.4) == (0.0, 0.0) == rate_rest_weights(0.4, 7.0)
-    assert rate_rest_weights(1e-7, 0.0) == (0.0, 0.0)  # below MIN_SECONDS: at rest at once
+    # Tail 1, v0 t (1 - t/T)^3, T = 0.4: at 0 no offset at rate v0; at T/4 its peak 27/256 T at rest; at T/2 T/16
+    # at -1/4.  Tail 0 is the cubic's own rate term; tail 1/2 at T/2: T (1/2)(1/4)(3/4) = 3T/32 at -1/4.
+    assert rate_rest_weights(0.4, 1.0, 0.0) == (0.0, 1.0)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 1.0, 0.1), (27 / 256 * 0.4, 0.0), atol=1e-15)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 1.0, 0.2), (0.4 / 16, -0.25), atol=1e-15)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 0.5, 0.2), (3 * 0.4 / 32, -0.25), atol=1e-15)
+    for t in (0.0, 0.07, 0.2, 0.33):
+        np.testing.assert_allclose(rate_rest_weights(0.4, 0.0, t), cubic_weights(0.4, t)[1::2], atol=1e-15)
+    assert rate_rest_weights(0.4, 1.0, 0.4) == (0.0, 0.0) == rate_rest_weights(0.4, 0.3, 7.0)
+    assert rate_rest_weights(1e-7, 1.0, 0.0) == (0.0, 0.0)  # below MIN_SECONDS: at rest at once
     assert REST_PEAK == 27 / 256 and CUBIC_RATE_PEAK == 4 / 27
 
 
@@ -279,23 +283,30 @@ def _acceleration_step_at_end(weights, duration, k=1):
 
 
 @settings(max_examples=60, deadline=None)
-@given(hs.floats(1e-3, 3.0))
-def test_rate_rest_weights_rest_with_zero_acceleration_and_never_pass_their_peak(duration):
-    """Value and rate reach 0 at ``duration`` with the acceleration 0 too (C2: a difference across the end sees no
-    step, where the cubic's rate term steps by 2/T); the value stays in [0, REST_PEAK duration]; the rate is the
-    value's central difference and the acceleration starts at -6/T."""
+@given(hs.floats(1e-3, 3.0), hs.floats(0.0, 1.0))
+def test_rate_rest_weights_come_to_rest_and_never_pass_their_peak(duration, tail):
+    """Value and rate reach 0 at ``duration``, the acceleration steps there by 2 (1 - tail) / T (none with tail 1:
+    C2; the cubic's 2/T with tail 0); the value stays in [0, the tails' mix of the two peaks times duration] (tight
+    at 0 and 1); the rate is the value's central difference and the acceleration starts at -(4 + 2 tail)/T."""
+
+    def weights(d, t):
+        return rate_rest_weights(d, tail, t)
+
     grid = np.linspace(0.0, duration, 2001)
-    xs = np.array([rate_rest_weights(duration, t)[0] for t in grid])
-    assert xs.min() >= 0.0 and xs.max() <= REST_PEAK * duration * (1 + 1e-12)
-    assert xs.max() >= REST_PEAK * duration * (1 - 1e-5)  # the bound is tight: the peak is the one the overshoot uses
+    xs = np.array([weights(duration, t)[0] for t in grid])
+    peak = (1 - tail) * CUBIC_RATE_PEAK + tail * REST_PEAK
+    assert xs.min() >= 0.0 and xs.max() <= peak * duration * (1 + 1e-12)
+    for end, exact in ((0.0, CUBIC_RATE_PEAK), (1.0, REST_PEAK)):
+        ends = np.array([rate_rest_weights(duration, end, t)[0] for t in grid])
+        assert ends.max() >= exact * duration * (1 - 1e-5)  # the bound is tight: the peak the overshoot uses
     h = 1e-5 * duration
     for t in grid[1:-1:50]:
-        fd = (rate_rest_weights(duration, t + h)[0] - rate_rest_weights(duration, t - h)[0]) / (2 * h)
-        assert abs(fd - rate_rest_weights(duration, t)[1]) < 1e-8, t
-    assert abs(_acceleration_step_at_end(rate_rest_weights, duration)) < 1e-4 / duration
+        fd = (weights(duration, t + h)[0] - weights(duration, t - h)[0]) / (2 * h)
+        assert abs(fd - weights(duration, t)[1]) < 1e-8, t
+    assert abs(_acceleration_step_at_end(weights, duration) - 2.0 * (1 - tail) / duration) < 1e-4 / duration
     assert abs(_acceleration_step_at_end(cubic_weights, duration, 3) - 2.0 / duration) < 1e-4 / duration
-    acc0 = (rate_rest_weights(duration, h)[1] - 1.0) / h
-    assert abs(acc0 + 6.0 / duration) < 1e-3 / duration
+    acc0 = (weights(duration, h)[1] - 1.0) / h
+    assert abs(acc0 + (4.0 + 2.0 * tail) / duration) < 1e-3 / duration
 
 
 @settings(max_examples=60, deadline=None)
@@ -320,18 +331,30 @@ def test_overshoot_weights_keep_the_rate_term_within_the_overshoot(speed, durati
             assert abs((ahead[1] - back[1]) / (2 * h) - got[3]) < 1e-5, t
     assert worst <= overshoot * (1 + 1e-9)
     assert overshoot_weights(duration, v0, overshoot, 0.0, cubic_weights(duration, 0.0))[1:4:2] == (0.0, 1.0)
-    if speed * CUBIC_RATE_PEAK * duration > overshoot:
-        # Brought to rest at T' (the duration whose peak 27/256 |v0| T' is the overshoot, at most the transition's)
-        # with no acceleration left: nothing steps mid-transition.
-        rest = min(duration, overshoot / (speed * REST_PEAK))
-
+    rest = overshoot / speed / REST_PEAK if speed * CUBIC_RATE_PEAK * duration > overshoot else math.inf
+    if rest < duration:
+        # Brought to rest at T' (the duration whose peak 27/256 |v0| T' is the overshoot) mid-transition with no
+        # acceleration left, the bound reached at T'/4.
         def rate_term(_, t):
             return overshoot_weights(duration, v0, overshoot, t, cubic_weights(duration, t))
 
         assert abs(_acceleration_step_at_end(rate_term, rest, 3)) < 1e-4 / rest
-        if rest < duration:
-            assert rate_term(None, rest)[1:4:2] == (0.0, 0.0)
-            assert abs(rate_term(None, rest / 4)[1] * speed - overshoot) < 1e-9  # the bound is reached
+        np.testing.assert_allclose(rate_term(None, rest)[1:4:2], (0.0, 0.0), atol=1e-12)
+        assert abs(rate_term(None, rest / 4)[1] * speed - overshoot) < 1e-9
+
+
+@pytest.mark.parametrize("overshoot", [0.1, 0.5])
+@pytest.mark.parametrize("peak", [CUBIC_RATE_PEAK, REST_PEAK])
+def test_overshoot_weights_are_continuous_in_the_rate(peak, overshoot):
+    """Where the rate term starts being cut short (|v0| 4/27 T = overshoot) and where it starts ending before the
+    transition (|v0| 27/256 T = overshoot) the weights change by as little as the rate does."""
+    duration = 0.3
+    edge = overshoot / (peak * duration)
+    for t in np.linspace(0.0, duration, 61)[:-1]:
+        w = cubic_weights(duration, t)
+        below = overshoot_weights(duration, np.array([edge * (1 - 1e-9), 0, 0]), overshoot, t, w)
+        above = overshoot_weights(duration, np.array([edge * (1 + 1e-9), 0, 0]), overshoot, t, w)
+        np.testing.assert_allclose(below, above, atol=1e-8, err_msg=str(t))
 
 
 def test_halflife_spring_decay_hand_checked():
