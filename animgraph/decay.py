@@ -10,6 +10,12 @@ same weights.
 - ``spring_weights``: the critically damped spring by half-life (both rates ``2 ln2 / halflife``),
   never overshoots for a resting offset.
 - ``cubic_weights``: the Hermite cubic that reaches zero offset with zero rate at ``duration``.
+- ``rate_rest_weights``: a rate alone brought to rest over ``duration``, ``v0 t (1 - t/T)^2 (1 - tail t/T)``:
+  ``tail`` 0 is the cubic's own rate term, whose acceleration steps by ``2 v0 / T`` at ``T``; ``tail`` 1
+  is ``v0 t (1 - t/T)^3``, zero offset, rate and acceleration at ``T`` (C2).  A fast rate cut short of
+  the cubic's duration (``offsets.overshoot_weights``) ends with tail 1: its end then falls
+  mid-transition, where a step would be felt as a jolt, and where a finite difference of the output
+  (``animgraph verify``) straddling it measures the step, not the velocity.
 
 ``spring_decay`` / ``cubic_decay`` apply these to one scalar; ``kform_extrapolate`` carries
 a kineform forward with exponentially decaying velocities (dead blending).
@@ -27,6 +33,8 @@ from .maths import from_scaled_angle_axis, qmul, vadd, vexp, vmul, vscale
 LN2 = math.log(2.0)
 MIN_SECONDS = 1e-6  # shorter half-lives and durations act as 0 (must match animgraph.limits)
 MAX_RATE = 2.0 * LN2 / MIN_SECONDS  # faster decay rates (1/s) act as infinite: a cut
+CUBIC_RATE_PEAK = 4.0 / 27.0  # largest s (1 - s)^2 (at s = 1/3): the cubic's rate term carries at most this |v0| duration
+REST_PEAK = 27.0 / 256.0  # largest s (1 - s)^3 (at s = 1/4): rate_rest_weights with tail 1 carries at most this |v0| duration
 
 
 @njit(cache=True)
@@ -82,6 +90,19 @@ def cubic_weights(duration, t):
         (6.0 * s**2 - 6.0 * s) / duration,
         3.0 * s**2 - 4.0 * s + 1.0,
     )
+
+
+@njit(cache=True)
+def rate_rest_weights(duration, tail, t):
+    """Weights ``(xv, vv)`` (s, 1) of ``v0 t (1 - t/duration)^2 (1 - tail t/duration)`` and its rate; zero from ``duration`` on.
+
+    ``tail`` in [0, 1]; the largest value is at most ``(1 - tail) CUBIC_RATE_PEAK + tail REST_PEAK``
+    times ``|v0| duration`` (a mix of ``s (1-s)^2`` and ``s (1-s)^3``).  Below MIN_SECONDS: at rest at once.
+    """
+    if t >= duration or not duration >= MIN_SECONDS:
+        return 0.0, 0.0
+    s = t / duration
+    return t * (1.0 - s) ** 2 * (1.0 - tail * s), (1.0 - s) * (1.0 - 3.0 * s - 2.0 * tail * s * (1.0 - 2.0 * s))
 
 
 @njit(cache=True)

@@ -12,7 +12,7 @@ Below, whole poses: recording the offsets of a transition and applying them deca
 
 from animgraph.jit import njit
 
-from .decay import cubic_weights, decay3, decay_weights, kform_extrapolate
+from .decay import CUBIC_RATE_PEAK, REST_PEAK, decay3, decay_weights, kform_extrapolate, rate_rest_weights
 from .kernels import copy_pose, get3, put3
 from .maths import (
     ang_to_sa_dx,
@@ -34,10 +34,10 @@ from .maths import load_kform, store_kform
 
 OFFSET = 18  # floats of one joint's offset: pos, vel, rot, rot rate, log scale, its rate
 SPRING_SPAN = 32.0  # half-lives after which a spring offset is below 1e-17 and dropped
-PEAK = 4.0 / 27.0  # largest value of s (1 - s)^2: the cubic's rate term carries an offset at most PEAK |v0| duration
 # How far (m, rad, log scale) the cubic's rate term may carry a joint past its offset: a transition at a high
 # playback rate starts offsets at tens of rad/s, and over a whole duration those swing limbs round (knees folded
-# through the hips); that joint's rate term decays over a shorter duration instead, keeping the start's rate exact.
+# through the hips); that joint's rate term comes to rest sooner instead (decay.rate_rest_weights, C2 where it
+# ends mid-transition), keeping the start's rate exact.
 OVERSHOOT_POS, OVERSHOOT_ROT, OVERSHOOT_SCL = 0.1, 0.5, 0.1
 
 
@@ -100,16 +100,25 @@ def inertialize_kernel(inp, off, active, cubic, length, t, out):
 
 @njit(cache=True)
 def overshoot_weights(duration, v0, overshoot, t, w):
-    """Cubic weights ``w`` (over ``duration`` s, at ``t``) with the rate term's over a duration short enough that it carries the offset at most ``overshoot`` on (``v0`` per s).
+    """Cubic weights ``w`` (over ``duration`` s, at ``t``), the rate term's brought to rest soon enough that it carries the offset at most ``overshoot`` on (``v0`` per s).
 
     The offset's own term keeps the whole duration (shortening it would snap a large offset
-    back in a few frames); only the start's rate is brought to rest sooner.
+    back in a few frames); only the start's rate comes to rest sooner, by ``rate_rest_weights``:
+    with tail 1 (no acceleration left where it ends mid-transition, so no jolt) over the duration
+    whose peak is the overshoot; while that would outlast the transition, over the whole duration
+    with the tail between 0 (the cubic's own term) and 1 that mixes the two peaks to the overshoot,
+    so that the weights stay continuous in ``v0``.
     """
     speed = vlen(v0)
-    if speed * PEAK * duration <= overshoot:
+    if speed * CUBIC_RATE_PEAK * duration <= overshoot:
         return w
-    fast = cubic_weights(overshoot / (speed * PEAK), t)
-    return w[0], fast[1], w[2], fast[3]
+    allowed = overshoot / speed  # the most the rate term may carry per unit |v0| (s)
+    if allowed >= REST_PEAK * duration:
+        tail = (CUBIC_RATE_PEAK * duration - allowed) / ((CUBIC_RATE_PEAK - REST_PEAK) * duration)
+        fast = rate_rest_weights(duration, tail, t)
+    else:
+        fast = rate_rest_weights(allowed / REST_PEAK, 1.0, t)
+    return w[0], fast[0], w[2], fast[1]
 
 
 @njit(cache=True)

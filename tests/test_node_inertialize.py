@@ -11,12 +11,15 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 from pydantic import ValidationError
 
 import animgraph as ag
 from animgraph.node import BuildContext
 from animgraph.nodes.inertialize import JOINT, MOTION, PAR, ST, Inertialize, Inertializer
-from animgraph.offsets import OVERSHOOT_ROT
+from animgraph.decay import CUBIC_RATE_PEAK, REST_PEAK, cubic_weights, rate_rest_weights
+from animgraph.offsets import OVERSHOOT_ROT, overshoot_weights
 from conftest import BUNDLED, load_any
 from fd import central_velocities, from_rotvec, qconj, qmul, rotvec
 
@@ -237,25 +240,121 @@ def test_duration_cubic_decay_hand_checked():
 
 def test_a_fast_offset_decays_over_a_shorter_duration_and_never_swings_past_its_bound():
     """A knee shown turning 50 rad/s faster than the new input (a switch at 5x playback), duration 0.3 s: over the
-    whole duration the cubic's rate term would carry it 2.2 rad on (4/27 |v0| T).  That term decays over the
-    duration that keeps it at ``OVERSHOOT_ROT``, the offset's own term over the whole duration (hand-computed),
-    the start's rate kept exactly; a slow position offset keeps the full duration for both terms."""
+    whole duration the cubic's rate term would carry it 2.2 rad on (4/27 |v0| T).  That term comes to rest as
+    ``v0 t (1 - t/T')^3`` over the ``T'`` that keeps it at ``OVERSHOOT_ROT`` (its peak is 27/256 |v0| T'), the offset's
+    own term over the whole duration (hand-computed), the start's rate kept exactly; a slow position offset keeps
+    the full duration for both terms."""
     inert = Inertializer(duration=0.3)
     src = single(rot=from_rotvec([0.2, 0, 0]), ang=(50.0, 0, 0), vel=(0.5, 0, 0))
     inert.transition(src, single())
-    short = OVERSHOOT_ROT / (50.0 * 4.0 / 27.0)  # 0.0675 s
+    short = OVERSHOOT_ROT / (50.0 * 27.0 / 256.0)  # 0.0948 s
     worst = 0.0
     for t in np.linspace(0.0, 0.3, 301):
         probe = copy.deepcopy(inert)
         out = probe.update(single(), t)
         x = rotvec(out.rot[0].astype(float))[0]
         worst = max(worst, x)
-        s, u = min(t / short, 1.0), t / 0.3  # the rate term's cubic over the short duration, the offset's over 0.3 s
-        want = 0.2 * (2 * u**3 - 3 * u**2 + 1) + 50.0 * short * (s**3 - 2 * s**2 + s)
+        s, u = min(t / short, 1.0), t / 0.3  # the rate term's quartic over the short duration, the offset's cubic over 0.3 s
+        want = 0.2 * (2 * u**3 - 3 * u**2 + 1) + 50.0 * t * (1 - s) ** 3
         assert abs(x - want) < 2e-5, (t, x, want)
         assert abs(out.pos[0, 0] - 0.5 * 0.3 * (u**3 - 2 * u**2 + u)) < 1e-6, t
     assert worst <= 0.2 + OVERSHOOT_ROT + 1e-5, worst
     np.testing.assert_allclose(inert.update(single(), 0.0).ang[0], [50.0, 0, 0], rtol=1e-5)  # the start's rate
+
+
+def test_rate_rest_weights_hand_checked():
+    # Tail 1, v0 t (1 - t/T)^3, T = 0.4: at 0 no offset at rate v0; at T/4 its peak 27/256 T at rest; at T/2 T/16
+    # at -1/4.  Tail 0 is the cubic's own rate term; tail 1/2 at T/2: T (1/2)(1/4)(3/4) = 3T/32 at -1/4.
+    assert rate_rest_weights(0.4, 1.0, 0.0) == (0.0, 1.0)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 1.0, 0.1), (27 / 256 * 0.4, 0.0), atol=1e-15)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 1.0, 0.2), (0.4 / 16, -0.25), atol=1e-15)
+    np.testing.assert_allclose(rate_rest_weights(0.4, 0.5, 0.2), (3 * 0.4 / 32, -0.25), atol=1e-15)
+    for t in (0.0, 0.07, 0.2, 0.33):
+        np.testing.assert_allclose(rate_rest_weights(0.4, 0.0, t), cubic_weights(0.4, t)[1::2], atol=1e-15)
+    assert rate_rest_weights(0.4, 1.0, 0.4) == (0.0, 0.0) == rate_rest_weights(0.4, 0.3, 7.0)
+    assert rate_rest_weights(1e-7, 1.0, 0.0) == (0.0, 0.0)  # below MIN_SECONDS: at rest at once
+    assert REST_PEAK == 27 / 256 and CUBIC_RATE_PEAK == 4 / 27
+
+
+def _acceleration_step_at_end(weights, duration, k=1):
+    """The rate's acceleration just before ``duration`` (a one-sided float64 difference) minus the zero after it."""
+    e = 1e-6 * duration
+    return (weights(duration, duration - e)[k] - weights(duration, duration - 2 * e)[k]) / e
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.floats(1e-3, 3.0), hs.floats(0.0, 1.0))
+def test_rate_rest_weights_come_to_rest_and_never_pass_their_peak(duration, tail):
+    """Value and rate reach 0 at ``duration``, the acceleration steps there by 2 (1 - tail) / T (none with tail 1:
+    C2; the cubic's 2/T with tail 0); the value stays in [0, the tails' mix of the two peaks times duration] (tight
+    at 0 and 1); the rate is the value's central difference and the acceleration starts at -(4 + 2 tail)/T."""
+
+    def weights(d, t):
+        return rate_rest_weights(d, tail, t)
+
+    grid = np.linspace(0.0, duration, 2001)
+    xs = np.array([weights(duration, t)[0] for t in grid])
+    peak = (1 - tail) * CUBIC_RATE_PEAK + tail * REST_PEAK
+    assert xs.min() >= 0.0 and xs.max() <= peak * duration * (1 + 1e-12)
+    for end, exact in ((0.0, CUBIC_RATE_PEAK), (1.0, REST_PEAK)):
+        ends = np.array([rate_rest_weights(duration, end, t)[0] for t in grid])
+        assert ends.max() >= exact * duration * (1 - 1e-5)  # the bound is tight: the peak the overshoot uses
+    h = 1e-5 * duration
+    for t in grid[1:-1:50]:
+        fd = (weights(duration, t + h)[0] - weights(duration, t - h)[0]) / (2 * h)
+        assert abs(fd - weights(duration, t)[1]) < 1e-8, t
+    assert abs(_acceleration_step_at_end(weights, duration) - 2.0 * (1 - tail) / duration) < 1e-4 / duration
+    assert abs(_acceleration_step_at_end(cubic_weights, duration, 3) - 2.0 / duration) < 1e-4 / duration
+    acc0 = (weights(duration, h)[1] - 1.0) / h
+    assert abs(acc0 + (4.0 + 2.0 * tail) / duration) < 1e-3 / duration
+
+
+@settings(max_examples=60, deadline=None)
+@given(hs.floats(0.0, 200.0), hs.floats(0.05, 1.0), hs.sampled_from([0.1, 0.5]))
+def test_overshoot_weights_keep_the_rate_term_within_the_overshoot(speed, duration, overshoot):
+    """Over the whole duration the rate term carries at most ``overshoot`` on and starts at the rate exactly; the
+    offset's own weights are the cubic's untouched; the rate weight is the value weight's central difference; a
+    slow rate keeps the cubic's weights exactly."""
+    v0 = np.array([0.6, -0.8, 0.0]) * speed
+    h = 1e-6 * duration
+    worst = 0.0
+    for t in np.linspace(0.0, duration, 801)[:-1]:
+        w = cubic_weights(duration, t)
+        got = overshoot_weights(duration, v0, overshoot, t, w)
+        assert (got[0], got[2]) == (w[0], w[2])
+        worst = max(worst, got[1] * speed)
+        if speed * CUBIC_RATE_PEAK * duration <= overshoot:
+            assert got == w
+        if t > 2 * h:
+            ahead = overshoot_weights(duration, v0, overshoot, t + h, cubic_weights(duration, t + h))
+            back = overshoot_weights(duration, v0, overshoot, t - h, cubic_weights(duration, t - h))
+            assert abs((ahead[1] - back[1]) / (2 * h) - got[3]) < 1e-5, t
+    assert worst <= overshoot * (1 + 1e-9)
+    assert overshoot_weights(duration, v0, overshoot, 0.0, cubic_weights(duration, 0.0))[1:4:2] == (0.0, 1.0)
+    rest = overshoot / speed / REST_PEAK if speed * CUBIC_RATE_PEAK * duration > overshoot else math.inf
+    if rest < duration:
+        # Brought to rest at T' (the duration whose peak 27/256 |v0| T' is the overshoot) mid-transition with no
+        # acceleration left, the bound reached at T'/4.
+        def rate_term(_, t):
+            return overshoot_weights(duration, v0, overshoot, t, cubic_weights(duration, t))
+
+        assert abs(_acceleration_step_at_end(rate_term, rest, 3)) < 1e-4 / rest
+        np.testing.assert_allclose(rate_term(None, rest)[1:4:2], (0.0, 0.0), atol=1e-12)
+        assert abs(rate_term(None, rest / 4)[1] * speed - overshoot) < 1e-9
+
+
+@pytest.mark.parametrize("overshoot", [0.1, 0.5])
+@pytest.mark.parametrize("peak", [CUBIC_RATE_PEAK, REST_PEAK])
+def test_overshoot_weights_are_continuous_in_the_rate(peak, overshoot):
+    """Where the rate term starts being cut short (|v0| 4/27 T = overshoot) and where it starts ending before the
+    transition (|v0| 27/256 T = overshoot) the weights change by as little as the rate does."""
+    duration = 0.3
+    edge = overshoot / (peak * duration)
+    for t in np.linspace(0.0, duration, 61)[:-1]:
+        w = cubic_weights(duration, t)
+        below = overshoot_weights(duration, np.array([edge * (1 - 1e-9), 0, 0]), overshoot, t, w)
+        above = overshoot_weights(duration, np.array([edge * (1 + 1e-9), 0, 0]), overshoot, t, w)
+        np.testing.assert_allclose(below, above, atol=1e-8, err_msg=str(t))
 
 
 def test_halflife_spring_decay_hand_checked():

@@ -131,3 +131,10 @@ def test_cli_bad_input_is_one_line_and_status_2(capsys, argv, words):
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("animgraph") and words in lines[0]
     assert "Traceback" not in captured.err
+
+
+def test_motion_match_stencils_hold_its_switches_out(clip):
+    """A search switch is only C1 and moves the frame's phase, so the case draws a run that switches from its
+    pause on again: seed 1 on this clip put one at a stencil's centre (a 3e-3 error, the acceleration's step)."""
+    (row,) = verify.verify_clip(*clip, ["motion_match"], times=200, seed=1)
+    assert row["ok"], row
