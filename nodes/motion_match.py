@@ -524,13 +524,13 @@ def _stencil_at(db, t0, h, rng):
             clock += FRAME
             matcher.update(verify_trajectory(clock), FRAME)
         frac = (matcher.frame + (t0 - clock) / db.dt) % 1.0
-        outs = [matcher.update(verify_trajectory(clock), ((0.5 - frac) % 1.0) * db.dt),
-                matcher.update(verify_trajectory(first), first - clock)]
+        shown = [matcher.update(verify_trajectory(clock), ((0.5 - frac) % 1.0) * db.dt),
+                 matcher.update(verify_trajectory(first), first - clock)]
         for k0, k in zip(STEPS, STEPS[1:]):
-            outs.append(matcher.update(verify_trajectory(t0 + k * h), (k - k0) * h))
-        if not any(o["changed"] for o in outs):
+            shown.append(matcher.update(verify_trajectory(t0 + k * h), (k - k0) * h))
+        if not any(o["changed"] for o in shown):
             break
-    return [o["pose"] for o in outs[1:]]
+    return [o["pose"] for o in shown[1:]]
 
 
 def verify_motion_match(m, t, h, rng):

@@ -212,7 +212,7 @@ class OneShot(Node):
     motion: Literal["base", "shot"] = Field("base", description="whose root motion is followed while the shot plays")
 
     CATEGORY = "transitions"
-    FIELD_KINDS = {"branches": "branches"}
+    FIELD_KINDS = {"branches": "branches", "blend": "enum", "motion": "enum"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
     LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
