@@ -80,6 +80,15 @@ characters to act on.  ``Instance`` calls them and names no node type:
 - ``teleport(op, rows, pos_delta, rot_delta)``: the characters moved in the world, per row
   ``(n, 3)`` m and ``(n, 4)`` w-first; by default nothing.
 
+Input weights (sync groups, events): the *effective weight* of a sample is the product, along a path from it
+to a graph pose output, of the weight each node on the path gives the input the path enters by, the largest over
+paths (``animgraph.sync``).  A node says what it gives each pose input with ``input_weights()`` -> {input port:
+``Weight``}: read from one of its signal ports (an input such as a blend's ``alpha``, or an output of its early
+kernel such as a machine's ``<state>_weight``), as ``clamp(offset + scale * x, 0, 1)`` or, with ``equals``, 1 when
+the int signal equals it and 0 otherwise; ``scale`` may fold in a constant (a ``layered_blend``'s largest joint
+weight).  An input it does not name passes its weight on unchanged (1).  ``sync_inputs()`` -> {input port: group
+name}: the samples feeding that input that name no group of their own join the group (a blend space's entries).
+
 A fresh op's state is its initial row (``Plan.initial_state``), which a compiled step may
 copy to reset an op for chosen characters; a node type whose reset needs more than that row
 (a state that depends on the reset time, or a reset hook) says why in ``RESET``.
@@ -199,6 +208,16 @@ TRAJECTORY = fields("Trajectory", pos=6, facing=6, pos_rate=6, facing_rate=6)
 SIGNAL_SIZE = {"scalar": 2, "vec3": 6, "quat": 7, "int": 1, "bool": 1, "motion": 6, "trajectory": TRAJECTORY.SIZE}
 SIGNALS = ("pose",) + tuple(SIGNAL_SIZE)
 SPACES = ("local", "global", "any")
+
+
+class Weight(NamedTuple):
+    """The weight a node gives one pose input (module doc): from its signal port ``port`` as ``clamp(offset + scale *
+    x, 0, 1)``, or, with ``equals`` set, 1 when that int signal equals it and 0 otherwise."""
+
+    port: str
+    scale: float = 1.0
+    offset: float = 0.0
+    equals: int | None = None
 
 
 class Port(NamedTuple):
@@ -334,6 +353,14 @@ class Node(BaseModel):
     def branch_conditions(self):
         """{early input port name: bit} read only while that bit is live: a node the branch owns may compute it (a
         state's clip's ``time_left``), and the early kernel then reads the value it left last frame (module doc)."""
+        return {}
+
+    def input_weights(self):
+        """{pose input port: Weight} the node gives that input on the way to the output (module doc); others: 1."""
+        return {}
+
+    def sync_inputs(self):
+        """{pose input port: sync group name} whose feeding samples without a group of their own join it (module doc)."""
         return {}
 
     def warnings(self) -> list[str]:
