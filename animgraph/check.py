@@ -16,6 +16,7 @@ import networkx as nx
 from . import exclusive
 from .errors import GraphError
 from .node import SIGNALS
+from .sync import add_groups
 
 
 class GraphWarning(UserWarning):
@@ -163,12 +164,16 @@ def check(graph, file=None, warn=True):
     for i, node in enumerate(graph.nodes):
         if node.id in nodes:
             raise GraphError("duplicate node id", node.id, None, file)
+        if type(node).PLANNED:
+            raise GraphError(f"a {node.type!r} node is made by the check, not written in a graph (animgraph.sync)",
+                             node.id, None, file)
         nodes[node.id], index[node.id] = node, i
         ports[node.id] = _ports(node, file)
 
     feeds = {}
     for i, link in enumerate(graph.links):
         _link(i, link, ports, feeds, file)
+    add_groups(nodes, index, ports, feeds, file, lambda node: _ports(node, file))
 
     gates, late = _gates(nodes, feeds, [nid for nid, node in nodes.items() if getattr(node, "GRAPH_OUTPUT", False)])
     dag = _schedule_graph(nodes, feeds, late)

@@ -84,10 +84,12 @@ Input weights (sync groups, events): the *effective weight* of a sample is the p
 to a graph pose output, of the weight each node on the path gives the input the path enters by, the largest over
 paths (``animgraph.sync``).  A node says what it gives each pose input with ``input_weights()`` -> {input port:
 ``Weight``}: read from one of its signal ports (an input such as a blend's ``alpha``, or an output of its early
-kernel such as a machine's ``<state>_weight``), as ``clamp(offset + scale * x, 0, 1)`` or, with ``equals``, 1 when
-the int signal equals it and 0 otherwise; ``scale`` may fold in a constant (a ``layered_blend``'s largest joint
-weight).  An input it does not name passes its weight on unchanged (1).  ``sync_inputs()`` -> {input port: group
-name}: the samples feeding that input that name no group of their own join the group (a blend space's entries).
+kernel such as a blend space's ``<entry>_weight``), as ``clamp(offset + scale * x, 0, 1)`` or, with ``between``
+``(lo, hi)``, 1 when the int signal lies in it and 0 otherwise (a ``select``'s input); ``scale`` may fold in a
+constant (a ``layered_blend``'s largest joint weight).  An input it does not name passes its weight on unchanged
+(1).  ``sync_inputs()`` -> {input port: group name}: the samples feeding that input that name no group of their
+own join the group (a blend space's entries).  A node that can join a group (a ``sample``) says how it plays
+with ``sync_member()``; the group (``nodes/sync_group.py``) then drives its ``time`` input.
 
 A fresh op's state is its initial row (``Plan.initial_state``), which a compiled step may
 copy to reset an op for chosen characters; a node type whose reset needs more than that row
@@ -195,12 +197,13 @@ def _pack(cls, **values):
 CATEGORIES = ("sources", "blends", "transitions", "IK", "locomotion", "signals")
 # Kinds of fields that are more than a number, for generated editor widgets.
 FIELD_KINDS = ("joint", "joints", "clip", "axis", "enum", "signal", "value", "branches", "tags", "state",
-               "state_or_any")
+               "state_or_any", "name")
 # joint(s): names or indices in the graph's skeleton; clip: an asset name; axis: a direction
 # vec3 (or three numbers, as the controller's offsets); enum: one of a Literal's strings;
 # signal: a signal kind; value: a value of the node's signal kind (number, vec3, quat, bool,
 # trajectory); branches: a list of models ({joint, weight, depth}, a machine's states); tags: a list of words
-# (motion_match's clip filters); state: one of a state machine's states (state_or_any: or "any").
+# (motion_match's clip filters); state: one of a state machine's states (state_or_any: or "any"); name: an identifier
+# the graph shares between nodes, or null (a sample's sync group).
 
 # The trajectory signal's blocks (module docstring): positions (x, z) and facings (x, z) of the 3
 # future points, then their rates; ``sig[at + TRAJECTORY.facing + 2 * k]`` is point k's facing x.
@@ -212,12 +215,12 @@ SPACES = ("local", "global", "any")
 
 class Weight(NamedTuple):
     """The weight a node gives one pose input (module doc): from its signal port ``port`` as ``clamp(offset + scale *
-    x, 0, 1)``, or, with ``equals`` set, 1 when that int signal equals it and 0 otherwise."""
+    x, 0, 1)``, or, with ``between = (lo, hi)``, 1 when that int signal lies in it (inclusive) and 0 otherwise."""
 
     port: str
     scale: float = 1.0
     offset: float = 0.0
-    equals: int | None = None
+    between: tuple | None = None
 
 
 class Port(NamedTuple):
@@ -306,6 +309,7 @@ class Node(BaseModel):
     OP: ClassVar[object] = None  # the pure ``ag.ops`` function (or class) with the node's maths
     VERIFY: ClassVar[object] = None  # the ``animgraph verify`` case: (motion, t, h, rng) -> stencils
     PLUMBING: ClassVar[bool] = False  # graph plumbing (input, constant, output): no op, no verify case
+    PLANNED: ClassVar[bool] = False  # made by the check, not authored (a sync group): not in the editor's palette
     EXAMPLE: ClassVar[dict] = {}  # fields a newly added node needs besides its defaults (editor palette, generic tests)
     RESET: ClassVar[str] = ""  # why a reset needs more than the op's initial state row ("": a copy of it does)
     EARLY_KERNEL: ClassVar[object] = None  # set by ``register(kernel, early=...)``: the early phase, if any
@@ -362,6 +366,12 @@ class Node(BaseModel):
     def sync_inputs(self):
         """{pose input port: sync group name} whose feeding samples without a group of their own join it (module doc)."""
         return {}
+
+    def sync_member(self):
+        """How this node plays when it joins a sync group, or None if it cannot: {"group": its own group name or None,
+        "clip", "loop", "start", "rate": the field, "rate_port", "time_port": the input the group drives, "time": a
+        fixed time that would hide the group's (None)} (module doc)."""
+        return None
 
     def warnings(self) -> list[str]:
         """What runs but is probably not meant (a state no transition reaches), one line each; ``check`` prefixes

@@ -144,7 +144,7 @@ class Plan:
     @property
     def node_types(self):
         """The graph's node type names: what its executor must have branches for."""
-        return {node.type for node in self.graph.nodes}
+        return {node.type for node in self.checked.nodes.values()}  # a sync group's too
 
     def node_params(self, node):
         """``node.params`` for this plan as flat float64; errors name the node (and field)."""

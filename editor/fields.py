@@ -108,6 +108,10 @@ class Panel:
             return dpg.add_input_text(label=label, parent=parent, tag=t, width=WIDTH, on_enter=True,
                                       default_value=", ".join(value or ()), hint="words, comma separated",
                                       callback=lambda s, a: put([w.strip() for w in a.split(",") if w.strip()]))
+        if kind == "name":
+            return dpg.add_input_text(label=label, parent=parent, tag=t, width=WIDTH, on_enter=True,
+                                      default_value=value or "", hint="a name, or empty for none",
+                                      callback=lambda s, a: put(a.strip() or None))
         if kind == "text" and (isinstance(value, str) or value is None):
             return dpg.add_input_text(label=label, parent=parent, tag=t, width=WIDTH, on_enter=True,
                                       default_value=value or "", callback=lambda s, a: put(a))

@@ -25,13 +25,15 @@ from animgraph.node import CATEGORIES, REGISTRY, SIGNAL_SIZE, SIGNALS
 OTHER = "other"  # palette group of a node type whose CATEGORY is not one of CATEGORIES
 NUMERIC = ("float", "int", "axis", "value")  # widgets with bounds (a joint's index bounds are no use to a name list)
 WIDGETS = ("float", "int", "bool", "text", "enum", "joint", "joints", "clip", "axis", "signal", "value", "branches",
-           "tags", "state", "state_or_any")
+           "tags", "state", "state_or_any", "name")
 
 
 def groups():
     """Node types by palette group: CATEGORIES in order (then 'other'), types sorted; empty groups left out."""
     out = {}
     for name in sorted(REGISTRY):
+        if REGISTRY[name].PLANNED:
+            continue
         category = REGISTRY[name].CATEGORY
         out.setdefault(category if category in CATEGORIES else OTHER, []).append(name)
     return {c: out[c] for c in (*CATEGORIES, OTHER) if c in out}
@@ -47,8 +49,8 @@ def doc(node_type):
 def search(text):
     """Node types whose name, category or doc holds ``text`` (case-insensitive); name matches first."""
     text = text.strip().lower()
-    hits = [name for name in sorted(REGISTRY)
-            if text in name.lower() or text in REGISTRY[name].CATEGORY.lower() or text in doc(name).lower()]
+    hits = [name for name in sorted(REGISTRY) if not REGISTRY[name].PLANNED and (
+            text in name.lower() or text in REGISTRY[name].CATEGORY.lower() or text in doc(name).lower())]
     return sorted(hits, key=lambda name: text not in name.lower())
 
 

@@ -20,7 +20,7 @@ from pydantic import Field
 from animgraph.poseops import additive_kernel, difference_kernel  # the formulas (module docstring there)
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
-from animgraph.node import Node, Port, fields, port_indices, register, slot
+from animgraph.node import Node, Port, Weight, fields, port_indices, register, slot
 from animgraph.pose import Pose
 from animgraph.stencil import stencil
 
@@ -72,6 +72,10 @@ class Additive(Node):
     FIELD_KINDS = {"side": "enum"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
+
+    def input_weights(self):
+        """The additive pose at alpha (clamped to [0, 1]), the base at 1 (sync groups, ``animgraph.node``)."""
+        return {"add": Weight("alpha")}
 
     def params(self, ctx):
         return PAR.pack(local_side=self.side == "local")

@@ -29,7 +29,7 @@ from animgraph.maths import blend_kform, load3, load_kform, poly, slerp_sum, sto
     vsub
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
-from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
+from animgraph.node import DB_PARENTS, SIGNAL_SIZE, Node, Port, Weight, fields, port_indices, register, slot
 from animgraph.pose import Pose
 from animgraph.stencil import stencil
 from animgraph.views import alive, borrowed, flat, overlap
@@ -206,6 +206,10 @@ class Blend(Node):
     FIELD_KINDS = {"signal": "signal"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
+
+    def input_weights(self):
+        """a at 1 - alpha, b at alpha (sync groups, ``animgraph.node``)."""
+        return {"a": Weight("alpha", -1.0, 1.0), "b": Weight("alpha")}
 
     def inputs(self):
         return MOTION_INPUTS if self.signal == "motion" else self.INPUTS

@@ -19,7 +19,7 @@ from animgraph.branches import MAX_BRANCHES, Branch, branch_mask, mask_weights
 from animgraph.fades import layer_kernel
 from animgraph.kernels import weight_input
 from animgraph.limits import unit_field
-from animgraph.node import Node, Port, port_indices, register, slot
+from animgraph.node import Node, Port, Weight, port_indices, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.stencil import stencil
 
@@ -54,6 +54,10 @@ class LayeredBlend(Node):
     EXAMPLE = {"branches": [{"joint": "spine", "depth": 1}]}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
+
+    def input_weights(self):
+        """The layer at alpha times its largest branch weight, the base at 1 (sync groups, ``animgraph.node``)."""
+        return {"layer": Weight("alpha", scale=max(b.weight for b in self.branches))}
 
     def params(self, ctx):
         """The per-joint mask (plan time: joint names to weights)."""

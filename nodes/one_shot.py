@@ -39,7 +39,7 @@ from animgraph.fades import layer_kernel, smoothstep
 from animgraph.jit import njit
 from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import cut_seconds, seconds_field
-from animgraph.node import Node, Port, fields, port_indices, register, slot
+from animgraph.node import Node, Port, Weight, fields, port_indices, register, slot
 from animgraph.offsets import OFFSET, inertialize_kernel, motion_offset, record_offsets, still_active
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.stencil import FRAME, STEPS, advance, play
@@ -232,6 +232,11 @@ class OneShot(Node):
     def early_ports(self):
         """Fire, abort and the shot's time left are read, and ``active``/``shot_time`` written, before the shot runs."""
         return EARLY_INS, EARLY_OUTS
+
+    def input_weights(self):
+        """The shot 1 while active (early output), the base 1 while not: an inertialized change shows the new pose's
+        motion at once; a crossfade counts the same."""
+        return {"shot": Weight("active", between=(1, 1)), "base": Weight("active", between=(0, 0))}
 
     def branch_bits(self):
         """The shot's pose and motion are needed only while it plays (bit 0)."""

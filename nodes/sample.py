@@ -42,6 +42,10 @@ root-relative variant keeps the tracks of the clip as captured), output as
 ``left_contact``/``right_contact`` at the key *nearest* the sampled time: the same time as the
 pose, so looping, rate and the ``time`` input move them alike.
 
+Sync (``sync_group``, ``animgraph.sync``): samples of one group play in step, plant to plant; the group's
+node (``nodes/sync_group.py``) drives their ``time`` inputs, each at the time its own clip's plant markers give
+for the group's phase and that time's rate, so the velocities below stay exact.
+
 Time left (``time_left``, always output): the seconds until the clip's end at the current playback
 rate (its start when the rate is negative), ``R / |rate|`` with ``R`` the clip seconds still to
 play from the sampled time; ``TIME_LEFT_NEVER`` with rate 0 for a looping clip, a rate of 0, or
@@ -601,6 +605,11 @@ class Sample(Node):
         description="separate the simulation bone: the pose comes out relative to it (root joints) and its "
         "motion comes out of the 'motion' port, for the output node to integrate; a looping clip is made seamless",
     )
+    sync_group: Optional[str] = Field(
+        None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="play in step with the other samples of this group, plant to plant (animgraph.sync); null: "
+        "alone, or in the group of a blend space it feeds",
+    )
     contacts: bool = Field(
         False,
         description="output 'left_contact' and 'right_contact': the clip's contact tracks (left_contact, "
@@ -609,7 +618,7 @@ class Sample(Node):
 
     CATEGORY = "sources"
     RESET = "a reset to time t sets the clock to t: the initial row is a reset to 0 s"
-    FIELD_KINDS = {"clip": "clip", "mode": "enum"}
+    FIELD_KINDS = {"clip": "clip", "mode": "enum", "sync_group": "name"}
     INPUTS = INPUTS
     MOTION: ClassVar[Port] = OUTPUTS[OUT.motion]
     CONTACTS: ClassVar[tuple] = OUTPUTS[OUT.left_contact:]
@@ -617,6 +626,11 @@ class Sample(Node):
 
     def outputs(self):
         return self.OUTPUTS + ((self.MOTION,) if self.root_motion else ()) + (self.CONTACTS if self.contacts else ())
+
+    def sync_member(self):
+        """A sample can sync: the group then drives its ``time`` input, and its rate weighs in the group's."""
+        return {"group": self.sync_group, "clip": self.clip, "loop": self.loop, "start": self.start,
+                "rate": self.rate, "rate_port": "rate", "time_port": "time", "time": self.time}
 
     def _variant(self):
         return ("root_loop" if self.loop else "root") if self.root_motion else ""

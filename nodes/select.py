@@ -16,7 +16,7 @@ from animgraph.jit import njit
 from pydantic import Field, model_validator
 
 from animgraph.kernels import copy_pose
-from animgraph.node import SIGNAL_SIZE, Node, Port, fields, port_indices, register, slot
+from animgraph.node import SIGNAL_SIZE, Node, Port, Weight, fields, port_indices, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.stencil import stencil
 
@@ -90,6 +90,12 @@ class Select(Node):
         if self.index >= self.count:
             raise ValueError(f"index {self.index} out of range for count {self.count}")
         return self
+
+    def input_weights(self):
+        """1 for the selected input (the index rounded and clamped as the kernel does), 0 for the others."""
+        last, far = self.count - 1, float(2 * MAX_COUNT)  # the kernel clamps the index into range
+        return {f"in{i}": Weight("index", between=(-far if i == 0 else i, far if i == last else i))
+                for i in range(self.count)}
 
     def inputs(self):
         space = "any" if self.signal == "pose" else ""

@@ -58,7 +58,7 @@ from animgraph.decay import halflife_rate
 from animgraph.fades import carry_pose, crossfade_kernel, dead_blend_kernel, fade_motion, smoothstep
 from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import Part, cut_seconds, seconds_field
-from animgraph.node import Node, Port, fields, register, slot
+from animgraph.node import Node, Port, Weight, fields, register, slot
 from animgraph.offsets import OFFSET, inertialize_kernel, motion_offset, record_offsets, still_active
 from animgraph.pose import Pose, number, pose_arg
 from animgraph.stencil import FRAME, STEPS, advance, play
@@ -445,6 +445,11 @@ class StateMachine(Node):
         """The conditions and travel are read, and the state and its times written, before the states' nodes run."""
         return ((*(name for name, _ in self.conditions()), "travel"),
                 ("state", "time_in_state", "changed", *(f"{s.name}_time" for s in self.states)))
+
+    def input_weights(self):
+        """1 for the active state, 0 for the others (the early ``state`` output): exact for an inertialized or dead
+        blend, which shows the new state's motion at once; a crossfade's fading state counts 0 too."""
+        return {f"{s.name}": Weight("state", between=(i, i)) for i, s in enumerate(self.states)}
 
     def branch_bits(self):
         """Each state's pose and motion inputs are needed only while it is active (bit: its index)."""

@@ -84,6 +84,8 @@ def test_fields_that_are_more_than_a_number_have_a_kind():
     """Every field whose schema is not a plain number or bool says what it is (joint, clip, axis, enum ...)."""
     plain = {"number", "integer", "boolean"}
     for kind, cls in REGISTRY.items():
+        if cls.PLANNED:  # made by the check (a sync group): never in the palette, never edited
+            continue
         schema = cls.model_json_schema()
         for name, prop in schema.get("properties", {}).items():
             if name in ("id", "type"):

@@ -54,6 +54,8 @@ def bounds(leaf):
 def edges():
     """(node type, field, path, value) for both edges of every numeric field, plus tiny seconds."""
     for name, definition in sorted(node_defs().items()):
+        if REGISTRY[name].PLANNED:  # made by the check from a checked graph; a file may not hold one
+            continue
         for field, prop in definition["properties"].items():
             for path, leaf in numeric_leaves(prop):
                 low, high = bounds(leaf)
@@ -212,9 +214,10 @@ def test_field_at_its_edge_gives_finite_output_or_a_graph_error(name, field, pat
         assert field in ("joint", "root", "mid", "end", "joints", "frame"), str(e)
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(n for n, cls in REGISTRY.items() if not cls.PLANNED))
 def test_every_node_type_with_its_example_gives_finite_output(name):
-    # Every registered type, those without a numeric field too: a new node type is exercised with no edit here.
+    # Every registered type, those without a numeric field too: a new node type is exercised with no edit here
+    # (but the check's own, which graphs that sync exercise: tests/test_node_sync_group.py).
     run_frames(*around(name, {}))
 
 

@@ -1,0 +1,241 @@
+"""Sync group: the clock of samples that play in step, a gait phase shared through their plant markers.
+
+The planner makes one per group of samples (``animgraph.sync``: a sample's ``sync_group`` field, or the
+entries of a blend space) and links its ``<sample>_time`` outputs into the members' ``time`` inputs; a
+graph file never needs to name it.  Per character it keeps the group's unwrapped phase ``Φ`` (cycles,
+``animgraph.phase``) and each member's whole-cycle offset ``k_m``; member ``m`` plays its clip at the time
+its own markers give for the phase ``Φ + k_m``, so every member's phase equals the group's (mod 1).
+
+The phase advances at the weight-blended phase rate of the members,
+
+    Φ' = Σ w_m ρ_m u_m'(t_m) / Σ w_m,
+
+``w_m`` a member's effective weight (the largest over paths to a pose output of the product of the
+weights the nodes on the path give it: ``Node.input_weights``), ``ρ_m`` its playback rate (its ``rate``
+input or field) and ``u_m'`` the phase rate of its clip at the time it shows (cycles per clip second).
+With all weights 0 the last rate is kept.  A member's time then moves at ``Φ' dt_m/du``, its sample's
+velocities scaled by that rate, so the whole graph's velocities stay exact; the weights' own rates enter
+through the blends' terms.  The *leader* (output ``leader``) is the member of largest weight; a change of
+leader changes no phase and no rate.  The first frame after a reset takes ``Φ`` from the first member's
+``start`` and gives each other member the offset that keeps it nearest its own start (its own step).
+The phase is integrated forward one step at a time (explicit: the rate depends on the weights at the
+frame), so a group's clips depend on the steps taken, as a sample's own clock with a changing rate does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, List, Literal, Optional, Tuple
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from animgraph.jit import njit
+from animgraph.errors import GraphError
+from animgraph.limits import RATE_MAX, TIME_MAX
+from animgraph.node import Node, Port, fields, register
+from animgraph.phase import MarkerError, markers, nearest_cycle, phase_at, time_at
+from animgraph.tracks import clip_tracks
+
+MAX_MEMBERS = 64
+MAX_VERTICES = 1024
+HEAD = fields("SyncGroupHead", members=1, vertices=1, edges=1)
+MEMBER = fields("SyncGroupMember", markers_at=1, markers=1, loop=1, length=1, cycles=1, start=1, rate=1,
+                rate_input=1, vertex=1)
+EDGE = fields("SyncGroupEdge", src=1, dst=1, input=1, scale=1, offset=1, lo=1, hi=1, has_range=1)
+# State: aligned since the reset, the unwrapped phase (cycles), its last rate (cycles/s), the reset time (s), the
+# leader; then per member its whole-cycle offset, then per vertex its effective weight.
+ST = fields("SyncGroupSt", aligned=1, phase=1, rate=1, time=1, leader=1)
+WEIGHT_KINDS = ("scalar", "int", "bool")
+# Outputs: these, then each member's time (``<sample>_time``) in member order.
+OUTPUTS = (Port("phase", "scalar", "", "the group's phase (cycles, mod 1: 0 left plant, 0.5 right) and its rate"),
+           Port("leader", "int", "", "index of the member of largest effective weight"),
+           Port("leader_weight", "scalar", "", "that member's effective weight"))
+OUT = fields("SyncGroupOut", phase=1, leader=1, leader_weight=1)  # port indices; members' times from OUT.SIZE
+Bound = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+
+
+class Member(BaseModel):
+    """A sample in the group: its clip and how it would play alone."""
+
+    model_config = ConfigDict(extra="forbid")
+    sample: str = Field(min_length=1, description="the member sample's node id (names its time output)")
+    clip: str = Field(min_length=1, description="its clip asset")
+    loop: bool = True
+    start: float = Field(0.0, ge=-TIME_MAX, le=TIME_MAX, allow_inf_nan=False, description="its start time (s)")
+    rate: float = Field(1.0, ge=-RATE_MAX, le=RATE_MAX, allow_inf_nan=False,
+                        description="its playback rate when rate_input is -1")
+    rate_input: int = Field(-1, ge=-1, le=MAX_VERTICES, description="index of the signal input carrying its rate; -1: "
+                            "the field")
+    vertex: int = Field(ge=0, le=MAX_VERTICES, description="its vertex in the weight graph")
+
+
+class Edge(BaseModel):
+    """A link of the weight graph: vertex ``src`` feeds ``dst``, which gives it the weight of ``input``."""
+
+    model_config = ConfigDict(extra="forbid")
+    src: int = Field(ge=0, le=MAX_VERTICES)
+    dst: int = Field(ge=0, le=MAX_VERTICES)
+    input: int = Field(-1, ge=-1, le=MAX_VERTICES, description="signal input giving the weight; -1: the constant offset")
+    scale: float = Field(1.0, ge=-1e6, le=1e6, allow_inf_nan=False)
+    offset: float = Field(0.0, ge=-1e6, le=1e6, allow_inf_nan=False)
+    between: Optional[Tuple[Bound, Bound]] = Field(None, description="weight 1 when the int input lies in [lo, hi]")
+
+
+@njit(cache=True)
+def member_markers(par, m):
+    """(times, phases, loop, length, cycles) of member ``m``'s marker table (``animgraph.phase``)."""
+    row = HEAD.SIZE + m * MEMBER.SIZE
+    at, n = int(par[row + MEMBER.markers_at]), int(par[row + MEMBER.markers])
+    return (par[at:at + n], par[at + n:at + 2 * n], par[row + MEMBER.loop] > 0.5, par[row + MEMBER.length],
+            par[row + MEMBER.cycles])
+
+
+@njit(cache=True)
+def edge_weight(ins, par, sig, row):
+    """The weight an edge's destination gives its source: a constant, an int in a range, or a clamped line."""
+    k = int(par[row + EDGE.input])
+    if k < 0:
+        return par[row + EDGE.offset]
+    x = sig[ins[k]]
+    if par[row + EDGE.has_range] > 0.5:
+        x = math.floor(x + 0.5)  # as select rounds its index
+        return 1.0 if par[row + EDGE.lo] <= x <= par[row + EDGE.hi] else 0.0
+    return min(max(par[row + EDGE.offset] + par[row + EDGE.scale] * x, 0.0), 1.0)
+
+
+@njit(cache=True)
+def effective_weights(ins, par, sig, w):
+    """Each vertex's effective weight into ``w``: outputs 1, then the largest product over paths (edges come sources
+    last: every destination is done before the edges leaving it)."""
+    vertices, edges = int(par[HEAD.vertices]), int(par[HEAD.edges])
+    sinks = HEAD.SIZE + int(par[HEAD.members]) * MEMBER.SIZE
+    for v in range(vertices):
+        w[v] = par[sinks + v]
+    first = sinks + vertices
+    for e in range(edges):
+        row = first + e * EDGE.SIZE
+        src, dst = int(par[row + EDGE.src]), int(par[row + EDGE.dst])
+        w[src] = max(w[src], w[dst] * edge_weight(ins, par, sig, row))
+
+
+@njit(cache=True)
+def align(par, st, offsets):
+    """After a reset: the phase of the first member at its start, and each member's offset nearest its own start."""
+    members = int(par[HEAD.members])
+    for m in range(members):
+        times, phases, loop, length, cycles = member_markers(par, m)
+        row = HEAD.SIZE + m * MEMBER.SIZE
+        u, slope = phase_at(times, phases, loop, length, par[row + MEMBER.start] + st[ST.time])
+        if m == 0:
+            st[ST.phase], st[ST.rate] = u, par[row + MEMBER.rate] * slope
+        offsets[m] = nearest_cycle(u, st[ST.phase])
+    st[ST.aligned] = 1.0
+
+
+@njit(cache=True, inline="always")
+def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
+    """The executor's call: weights, the phase rate, each member's time and its rate; the phase advanced by dt."""
+    members = int(par[HEAD.members])
+    offsets, w = st[ST.SIZE:ST.SIZE + members], st[ST.SIZE + members:]
+    if st[ST.aligned] < 0.5:
+        align(par, st, offsets)
+    effective_weights(ins, par, sig, w)
+    phase, num, den, leader, best = st[ST.phase], 0.0, 0.0, 0, -1.0
+    for m in range(members):
+        times, phases, loop, length, cycles = member_markers(par, m)
+        row = HEAD.SIZE + m * MEMBER.SIZE
+        k = int(par[row + MEMBER.rate_input])
+        rate = par[row + MEMBER.rate] if k < 0 else sig[ins[k]]
+        weight = w[int(par[row + MEMBER.vertex])]
+        slope = time_at(times, phases, loop, length, cycles, phase + offsets[m])[2]
+        num += weight * rate * slope
+        den += weight
+        if weight > best:
+            leader, best = m, weight
+    rate = num / den if den > 0.0 else st[ST.rate]
+    for m in range(members):
+        times, phases, loop, length, cycles = member_markers(par, m)
+        t, dtdu, _ = time_at(times, phases, loop, length, cycles, phase + offsets[m])
+        at = outs[OUT.SIZE + m]
+        sig[at], sig[at + 1] = t, rate * dtdu
+    sig[outs[OUT.phase]], sig[outs[OUT.phase] + 1] = phase % 1.0, rate
+    sig[outs[OUT.leader]] = leader
+    sig[outs[OUT.leader_weight]] = best
+    st[ST.phase], st[ST.rate], st[ST.leader] = phase + rate * dt, rate, leader
+
+
+@register(sync_group_node)
+class SyncGroup(Node):
+    """The shared clock of samples in step: a gait phase through their plant markers (made by the planner)."""
+
+    type: Literal["sync_group"] = "sync_group"
+    members: List[Member] = Field(min_length=1, max_length=MAX_MEMBERS, description="the samples in step")
+    signals: List[Literal[WEIGHT_KINDS]] = Field(default_factory=list, max_length=MAX_VERTICES,
+                                                 description="kinds of the signal inputs in0, in1, ...")
+    vertices: int = Field(1, ge=1, le=MAX_VERTICES, description="vertices of the weight graph (members first)")
+    sinks: List[Annotated[int, Field(ge=0, le=MAX_VERTICES)]] = Field(default_factory=list, max_length=MAX_VERTICES,
+                             description="the vertices that are pose outputs (weight 1)")
+    edges: List[Edge] = Field(default_factory=list, max_length=4 * MAX_VERTICES,
+                              description="the weight graph's links, sources last (animgraph.sync)")
+
+    CATEGORY = "signals"
+    PLUMBING = True  # the planner makes it: a graph's own clock, checked through the graphs that sync
+    PLANNED = True
+    FIELD_KINDS = {}
+    EXAMPLE = {"members": [{"sample": "walk", "clip": "walk", "vertex": 0}], "sinks": [0]}
+    RESET = "a reset to time t realigns the members at their starts plus t (the state's reset time)"
+
+    @model_validator(mode="after")
+    def _indices(self):
+        n = len(self.signals)
+        for m in self.members:
+            if m.rate_input >= n or m.vertex >= self.vertices:
+                raise ValueError(f"member {m.sample!r}: rate_input or vertex out of range")
+        if any(not 0 <= v < self.vertices for v in self.sinks):
+            raise ValueError("sinks: vertex out of range")
+        for e in self.edges:
+            if e.src >= self.vertices or e.dst >= self.vertices or e.input >= n:
+                raise ValueError(f"edge {e.src}->{e.dst}: index out of range")
+        if len({m.sample for m in self.members}) != len(self.members):
+            raise ValueError("members: a sample joins a group once")
+        return self
+
+    def inputs(self):
+        return tuple(Port(f"in{i}", kind, "", "a weight or a member's rate") for i, kind in enumerate(self.signals))
+
+    def outputs(self):
+        return (*OUTPUTS, *(Port(f"{m.sample}_time", "scalar", "", f"the time (s) {m.sample!r} plays and its rate")
+                  for m in self.members))
+
+    def params(self, ctx):
+        tables, rows = [], []
+        at = HEAD.SIZE + len(self.members) * MEMBER.SIZE + self.vertices + len(self.edges) * EDGE.SIZE
+        for m in self.members:
+            r = ctx.clip(self, "members", m.clip)
+            length = (r.frames if m.loop else r.frames - 1) * r.dt
+            tracks = clip_tracks(ctx.skeleton, r.clip, m.loop)
+            try:
+                times, phases, cycles = markers(tracks.instants.get("left_plant", ()),
+                                                tracks.instants.get("right_plant", ()), length, m.loop)
+            except MarkerError as e:
+                raise GraphError(f"clip {m.clip!r} {e}: it cannot sync", node=m.sample, port="sync_group") from None
+            rows.append(MEMBER.pack(markers_at=at, markers=len(times), loop=m.loop, length=length, cycles=cycles,
+                                    start=m.start, rate=m.rate, rate_input=m.rate_input, vertex=m.vertex))
+            tables += [times, phases]
+            at += 2 * len(times)
+        sinks = np.zeros(self.vertices)
+        sinks[self.sinks] = 1.0
+        edges = [EDGE.pack(src=e.src, dst=e.dst, input=e.input, scale=e.scale,
+                           offset=min(max(e.offset, 0.0), 1.0) if e.input < 0 else e.offset,
+                           lo=e.between[0] if e.between else 0.0, hi=e.between[1] if e.between else 0.0,
+                           has_range=e.between is not None)
+                 for e in self.edges]
+        head = HEAD.pack(members=len(self.members), vertices=self.vertices, edges=len(self.edges))
+        return np.concatenate([head, *rows, sinks, *edges, *tables])
+
+    def state(self, ctx, time=0.0):
+        """Not yet aligned: the first frame aligns the members at their starts plus ``time``."""
+        st = np.zeros(ST.SIZE + len(self.members) + self.vertices)
+        st[ST.time] = time
+        return st
