@@ -369,8 +369,8 @@ class Node(BaseModel):
 
     def sync_member(self):
         """How this node plays when it joins a sync group, or None if it cannot: {"group": its own group name or None,
-        "clip", "loop", "start", "rate": the field, "rate_port", "time_port": the input the group drives, "time": a
-        fixed time that would hide the group's (None)} (module doc)."""
+        "clip", "loop", "start", "rate": the field, "rate_port", "time_port": the input the group drives} (module
+        doc)."""
         return None
 
     def warnings(self) -> list[str]:

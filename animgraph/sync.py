@@ -96,11 +96,10 @@ def _group_fields(name, members, nodes, ports, feeds, file):
     rows = []
     for sid in members:
         m = nodes[sid].sync_member()
-        if (sid, m["time_port"]) in feeds or m.get("time") is not None:
-            how = f"linked from {'.'.join(feeds[(sid, m['time_port'])])}" if (sid, m["time_port"]) in feeds \
-                else f"fixed at {m['time']:g} s"
-            raise GraphError(f"in sync group {name!r} its {m['time_port']!r} input is {how}: the group gives its "
-                             "time (unlink it, or take the sample out of the group)", sid, m["time_port"], file)
+        if (sid, m["time_port"]) in feeds:
+            raise GraphError(f"in sync group {name!r} its {m['time_port']!r} input is linked from "
+                             f"{'.'.join(feeds[(sid, m['time_port'])])}: the group gives its time (unlink it, or take "
+                             "the sample out of the group)", sid, m["time_port"], file)
         rate_src = feeds.get((sid, m["rate_port"]))
         rows.append({"sample": sid, "clip": m["clip"], "loop": m["loop"], "start": m["start"], "rate": m["rate"],
                      "rate_input": -1 if rate_src is None else signal_input(rate_src, "scalar"),

@@ -627,10 +627,18 @@ class Sample(Node):
     def outputs(self):
         return self.OUTPUTS + ((self.MOTION,) if self.root_motion else ()) + (self.CONTACTS if self.contacts else ())
 
+    def warnings(self):
+        if self.sync_group is not None and self.time is not None:
+            return [f"plays at its fixed time {self.time:g} s: its sync_group {self.sync_group!r} is ignored"]
+        return []
+
     def sync_member(self):
-        """A sample can sync: the group then drives its ``time`` input, and its rate weighs in the group's."""
+        """A sample can sync: the group then drives its ``time`` input, and its rate weighs in the group's (a sample at
+        a fixed time has no clock to share: none)."""
+        if self.time is not None:
+            return None
         return {"group": self.sync_group, "clip": self.clip, "loop": self.loop, "start": self.start,
-                "rate": self.rate, "rate_port": "rate", "time_port": "time", "time": self.time}
+                "rate": self.rate, "rate_port": "rate", "time_port": "time"}
 
     def _variant(self):
         return ("root_loop" if self.loop else "root") if self.root_motion else ""

@@ -126,6 +126,8 @@ def candidates(spec, current, example):
         out += [["walk"], ["run", "mirrored"]]
     elif kind == "text":
         out += ["x", "y"]  # two: a name may be taken by then (a state renamed "x")
+    elif kind == "name":
+        out += ["gait", None]  # typed empty: none
     elif kind == "value":
         out += SIGNAL_VALUES[spec.signal]
     elif kind != "branches":
@@ -166,6 +168,8 @@ def type_value(editor, path, spec, value):
         act(editor, t, ", ".join(value))
     elif kind == "text":
         act(editor, t, value)
+    elif kind == "name":
+        act(editor, t, value or "")
     elif kind == "value":
         act(editor, t, json.dumps(value))
     else:
@@ -182,6 +186,8 @@ def shown(path, spec):
         return value[:len(field_shape(spec))]
     if isinstance(value, str) and spec.widget == "value":
         return json.loads(value)
+    if spec.widget == "name":
+        return value or None  # empty: none
     return value
 
 
@@ -327,7 +333,8 @@ def fields_mode(*graphs):
     editor = Editor(Document.new())
     editor.build()
     reading_clips(editor)
-    result = {"graphs": [], "types": sorted(REGISTRY), "failures": [], "unset": {}, "set": 0, "refused": 0}
+    authored = sorted(t for t, cls in REGISTRY.items() if not cls.PLANNED)  # the palette's types
+    result = {"graphs": [], "types": authored, "failures": [], "unset": {}, "set": 0, "refused": 0}
     for graph in [None, *graphs]:
         editor.set_document(Document.new() if graph is None else Document.open(graph), offer=False)
         frames(editor, 2)
@@ -338,7 +345,7 @@ def fields_mode(*graphs):
             check.failures.append(f"{label}: invalid before any edit: {baseline}")
         act(editor, "asset_bundled", "run")  # a second clip, so a clip field has another choice
         act(editor, "asset_add_bundled")
-        for node_type in sorted(REGISTRY):
+        for node_type in authored:
             before = {n.id for n in editor.doc.graph.nodes}
             act(editor, f"palette_{node_type}")
             new = [n.id for n in editor.doc.graph.nodes if n.id not in before]

@@ -42,7 +42,7 @@ def drive(display, tmp_path, mode, *args):
 def test_every_node_type_every_field_edits_through_its_widget(display, tmp_path):
     result, stderr = drive(display, tmp_path, "fields", *FIELD_GRAPHS)
     assert result["graphs"] == ["new"] + [g.stem for g in FIELD_GRAPHS]
-    assert result["types"] == sorted(REGISTRY)
+    assert result["types"] == sorted(t for t, cls in REGISTRY.items() if not cls.PLANNED)
     assert result["failures"] == [], "\n".join(result["failures"])
     assert result["unset"] == {}, result["unset"]  # every field took another valid value through its widget
     assert result["refused"] > 0 and result["alive"]

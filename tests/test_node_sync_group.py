@@ -303,9 +303,9 @@ def test_a_member_whose_time_is_linked_or_fixed_is_refused():
     with pytest.raises(GraphError, match="sync group 'gait'.*'time' input is linked from t.value") as e:
         ag.compile(ag.Graph.from_dict(g), batch=1)
     assert e.value.node == "b" and e.value.port == "time"
-    with pytest.raises(GraphError, match="fixed at 0.5 s") as e:
-        ag.compile(blend_graph(time=0.5), batch=1)
-    assert e.value.node == "a"
+    with pytest.warns(UserWarning, match="node 'a': plays at its fixed time 0.5 s: its sync_group 'gait' is ignored"):
+        plan = ag.compile(blend_graph(time=0.5), batch=1)
+    assert [m.sample for m in plan.nodes["__sync_gait"].members] == ["b"]
 
 
 def test_a_clip_without_markers_is_refused_naming_clip_and_sample():
