@@ -5,9 +5,8 @@ in x order, fanning each new point to the hull edges it sees (a triangulation of
 then flips every edge whose opposite corner lies strictly inside the other triangle's circumcircle
 (Lawson) until none does: a Delaunay triangulation.  Four cocircular points (a grid's squares, the
 usual blend-space layout) keep whichever diagonal they got, where Bowyer-Watson's cavities can
-disagree with themselves in rounding.  ``mesh(points, triangles)`` adds each triangle's neighbours
-and the hull's edges in counter-clockwise order; ``check_triangles`` accepts triangles given in a
-file when they tile the convex hull.
+disagree with themselves in rounding.  ``mesh(triangles)`` adds each triangle's neighbours
+and the hull's edges in counter-clockwise order.
 
 Per frame (numba, on the tables as int64 arrays or as float64 slices of a node's parameters): ``locate`` starts from last frame's triangle (the hint) and walks to the
 neighbour across the edge of the most negative barycentric coordinate (a visibility walk, which
@@ -115,34 +114,6 @@ def flip_to_delaunay(p, tris, size):
         else:
             return np.asarray(tris, np.int64)
     raise ValueError("the triangulation did not settle (points too close to each other for float64)")
-
-
-def check_triangles(points, triangles, names):
-    """``triangles`` (M, 3) of point indices turned counter-clockwise; a ValueError unless they tile the points'
-    convex hull (no flat triangle, every point a corner, each edge shared by at most two with opposite turns, the
-    areas summing to the hull's)."""
-    p = np.asarray(points, np.float64)
-    out = []
-    size = max(float(np.ptp(p[:, 0])), float(np.ptp(p[:, 1])))
-    for a, b, c in triangles:
-        area = orient(p, a, b, c)
-        if abs(area) <= 1e-9 * size * size:
-            raise ValueError(f"triangle ({names[a]}, {names[b]}, {names[c]}) is flat")
-        out.append((a, b, c) if area > 0 else (a, c, b))
-    used = {v for t in out for v in t}
-    if len(used) != len(p):
-        missing = [names[i] for i in range(len(p)) if i not in used]
-        raise ValueError(f"entries {', '.join(map(repr, missing))} are in no triangle")
-    edges = set()
-    for a, b, c in out:
-        for e in ((a, b), (b, c), (c, a)):
-            if e in edges:
-                raise ValueError(f"triangles overlap along the edge ({names[e[0]]}, {names[e[1]]})")
-            edges.add(e)
-    total = sum(orient(p, *t) for t in out)
-    if abs(total - hull_area(p)) > 1e-9 * size * size:
-        raise ValueError("the triangles do not tile the entries' convex hull (a gap or an overlap)")
-    return np.asarray(out, np.int64)
 
 
 def hull_area(p):

@@ -105,6 +105,12 @@ class Entry1d(Part):
     name: str = Field(pattern=IDENTIFIER, max_length=64, description="the entry's name (an identifier)")
     at: Signal = Field(description="the parameter value where this entry shows alone")
 
+    @classmethod
+    def next_item(cls, items):
+        """The editor's new entry after ``items`` (dicts): the last one copied, one past the largest value."""
+        ats = [i["at"] for i in items if isinstance(i, dict) and isinstance(i.get("at"), (int, float))]
+        return dict(items[-1]) | {"at": max(ats) + 1.0 if ats else 0.0}
+
 
 def refuse_entry_names(names):
     """A ValueError for a name used twice or colliding with a port name."""

@@ -2,8 +2,7 @@
 
 The parameter is a vec3 whose x and z are read (a stick or a velocity on the ground: Y is up),
 matched to the entries' points ``[x, y]``; its rate gives the weights' rates.  At plan time the
-points are triangulated (Delaunay, ``animgraph.triangulate``; or the file's ``triangles``, by
-entry names, which must tile the points' convex hull).  Inside a triangle the weights are the
+points are triangulated (Delaunay, ``animgraph.triangulate``).  Inside a triangle the weights are the
 parameter's barycentric coordinates; outside the hull, those of its projection onto the nearest
 hull edge (clamped to the edge): the two corners' ``1 - s`` and ``s``, or one corner alone.
 Their rates are the same linear maps of the parameter's rate (0 where the projection clamps).
@@ -25,7 +24,7 @@ puts the samples feeding the entries into one sync group unless they name anothe
 from __future__ import annotations
 
 import math
-from typing import List, Literal, Optional, Tuple
+from typing import ClassVar, List, Literal, Optional, Tuple
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -37,10 +36,9 @@ from animgraph.node import Node, Port, Weight, fields, register, slot
 from animgraph.pose import Pose, pose_arg
 from animgraph.spaces import blend_entries, blend_motions, publish_weights
 from animgraph.stencil import stencil
-from animgraph.triangulate import HULL, NBR, TRI, check_triangles, delaunay, mesh, refuse_degenerate, space_weights
+from animgraph.triangulate import HULL, NBR, TRI, delaunay, mesh, refuse_degenerate, space_weights
 
 MAX_ENTRIES = 32  # the live mask's bits
-MAX_TRIANGLES = 2 * MAX_ENTRIES
 IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 GROUP = r"^([A-Za-z_][A-Za-z0-9_]*)?$"  # "": the node's id
 FIXED_PORTS = ("pose", "motion", "parameter")
@@ -100,8 +98,19 @@ def blend_space_2d_node(ins, outs, par, st, pose, sig, db, dt):
 class Entry2d(Part):
     """One entry: its name is also the name of its pose input (and ``<name>_motion``, ``<name>_weight``)."""
 
+    FIELD_KINDS: ClassVar[dict] = {"at": "axis"}  # the editor's vector widget (of as many numbers as the value has)
+
     name: str = Field(pattern=IDENTIFIER, max_length=64, description="the entry's name (an identifier)")
     at: Tuple[Signal, Signal] = Field(description="the point [x, y] where this entry shows alone (the parameter's x, z)")
+
+    @classmethod
+    def next_item(cls, items):
+        """The editor's new entry after ``items`` (dicts): the last one copied, one right of the rightmost point."""
+        points = [i["at"] for i in items if isinstance(i, dict) and isinstance(i.get("at"), (list, tuple))
+                  and len(i["at"]) == 2 and all(isinstance(c, (int, float)) for c in i["at"])]
+        if not points:
+            return dict(items[-1])
+        return dict(items[-1]) | {"at": [max(p[0] for p in points) + 1.0, float(points[-1][1])]}
 
 
 def refuse_entry_names(names):
@@ -122,17 +131,15 @@ class BlendSpace2d(Node):
 
     type: Literal["blend_space_2d"] = "blend_space_2d"
     entries: List[Entry2d] = Field(min_length=2, max_length=MAX_ENTRIES, description="the entries, each a pose input")
-    triangles: Optional[List[Tuple[str, str, str]]] = Field(None, max_length=MAX_TRIANGLES, description=(
-        "triangles of entry names tiling the entries' convex hull (none: the Delaunay triangulation)"))
     parameter: Tuple[Signal, Signal, Signal] = Field((0.0, 0.0, 0.0), description=(
         "the parameter while its input is unlinked (x and z are read)"))
     sync_group: Optional[str] = Field("", pattern=GROUP, max_length=64, description=(
         "the sync group of the samples feeding the entries (\"\": the node's id; null: none)"))
 
     CATEGORY = "blends"
-    # triangles, sync_group: "state" (no states here, so no choices) is edited as its JSON text until
-    # node.FIELD_KINDS has the editor's plain "text" kind.
-    FIELD_KINDS = {"entries": "branches", "triangles": "state", "parameter": "axis", "sync_group": "state"}
+    # sync_group: a name; "state" (no states here, so no choices) is edited as its JSON text until node.FIELD_KINDS
+    # has the editor's plain "text" kind.
+    FIELD_KINDS = {"entries": "branches", "parameter": "axis", "sync_group": "state"}
     LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
     EXAMPLE = {"entries": [{"name": "idle", "at": [0.0, 0.0]}, {"name": "forward", "at": [0.0, 1.0]},
                            {"name": "left", "at": [-1.0, 0.0]}, {"name": "right", "at": [1.0, 0.0]}]}
@@ -142,27 +149,19 @@ class BlendSpace2d(Node):
         names = [e.name for e in self.entries]
         refuse_entry_names(names)
         refuse_degenerate(self.points(), names)
-        self.triangulation()
+        delaunay(self.points())  # a failure is the file's error, at load
         return self
 
     def points(self):
         return np.asarray([e.at for e in self.entries], np.float64)
 
     def triangulation(self):
-        """Counter-clockwise triangles (M, 3) of entry indices: the file's (checked) or the Delaunay triangulation."""
-        names = [e.name for e in self.entries]
-        if self.triangles is None:
-            return delaunay(self.points())
-        index = {name: i for i, name in enumerate(names)}
-        for t in self.triangles:
-            for name in t:
-                if name not in index:
-                    raise ValueError(f"triangle {list(t)}: unknown entry {name!r} (entries: {', '.join(names)})")
-        return check_triangles(self.points(), [[index[name] for name in t] for t in self.triangles], names)
+        """Counter-clockwise triangles (M, 3) of entry indices: the Delaunay triangulation of the points."""
+        return delaunay(self.points())
 
     @classmethod
     def follow_edit(cls, old, new):
-        """An entry renamed in the editor: the triangles and the links to its ports follow the new name."""
+        """An entry renamed in the editor: the links to its ports follow the new name."""
         before, after = old.get("entries"), new.get("entries")
         if not (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)):
             return new, {}
@@ -170,9 +169,6 @@ class BlendSpace2d(Node):
                  if isinstance(a, dict) and isinstance(b, dict) and a.get("name") != b.get("name")}
         if not names or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
             return new, {}
-        if isinstance(new.get("triangles"), list):
-            new = dict(new)
-            new["triangles"] = [[names.get(c, c) for c in t] if isinstance(t, list) else t for t in new["triangles"]]
         return new, {f"{a}{end}": f"{b}{end}" for a, b in names.items() for end in ("", "_motion", "_weight")}
 
     def inputs(self):
@@ -215,14 +211,11 @@ class BlendSpace2d(Node):
         return {e.name: self.sync_group or self.id for e in self.entries}
 
 
-def blend_space_2d(poses, at, parameter, parameter_vel=(0.0, 0.0), triangles=None):
+def blend_space_2d(poses, at, parameter, parameter_vel=(0.0, 0.0)):
     """The blend of ``poses`` (a sequence of local Poses, one batch shape) placed at the points ``at`` (N, 2) by
-    ``parameter`` ((2,) or one per batch item: x, y in the points' plane) moving at ``parameter_vel`` (per second);
-    ``triangles`` (M, 3) of indices into ``poses``, or the Delaunay triangulation."""
+    ``parameter`` ((2,) or one per batch item: x, y in the points' plane) moving at ``parameter_vel`` (per second)."""
     poses = [pose_arg(p, f"poses[{i}]") for i, p in enumerate(poses)]
     fields = {"entries": [{"name": f"e{i}", "at": list(np.asarray(a, np.float64))} for i, a in enumerate(at)]}
-    if triangles is not None:
-        fields["triangles"] = [[f"e{int(i)}" for i in t] for t in triangles]
     node = node_model(BlendSpace2d, fields, "at")
     if len(poses) != len(node.entries):
         raise ValueError(f"{len(poses)} poses for {len(node.entries)} points")

@@ -1,4 +1,4 @@
-"""blend_space_2d node: validity (collinear and duplicate points named, given triangles checked), the triangulation
+"""blend_space_2d node: validity (collinear and duplicate points named), the triangulation
 (Delaunay, tiling the hull), weights (hand barycentric and edge cases, sum 1, continuity along random paths, rates
 against central differences, the same from any hint), the op (corners, edges, the nested three-way blend), and whole
 graphs: velocities against central differences while the stick moves inside a triangle, only the live corners'
@@ -75,12 +75,6 @@ def weights(n, x, y, dx=0.0, dy=0.0, hint=0):
      "entries.0.at"),
     ({"entries": [{"name": "motion", "at": [0, 0]}, {"name": "b", "at": [1, 0]}, {"name": "c", "at": [0, 1]}]},
      "collides with a port name"),
-    ({"triangles": [["walk", "jog", "nope"]]}, "unknown entry 'nope'"),
-    ({"triangles": [["walk", "jog", "run"]]}, "triangle (walk, jog, run) is flat"),
-    ({"triangles": [["walk", "jog", "walk_turn"]]}, "entries 'run' are in no triangle"),
-    ({"triangles": [["walk", "jog", "walk_turn"], ["walk", "run", "walk_turn"]]}, "overlap"),
-    ({"triangles": [["walk", "jog", "walk_turn"], ["jog", "run", "walk_turn"], ["walk", "run", "walk_turn"]]},
-     "overlap"),
     ({"parameter": [0.0, float("nan"), 0.0]}, "finite"),
 ])
 def test_validity_bad_spaces_refused_naming_node_and_field(fields, says):
@@ -92,15 +86,6 @@ def test_validity_bad_spaces_refused_naming_node_and_field(fields, says):
     text = str(e.value)
     assert "'bs'" in text and "\n" not in text, text
     assert says.lower() in text.lower(), text
-
-
-def test_given_triangles_that_tile_the_hull_are_used_turned_counter_clockwise():
-    given_tris = [["walk", "walk_turn", "jog"], ["jog", "run", "walk_turn"]]  # the second clockwise
-    n = node(triangles=given_tris)
-    tris = n.triangulation()
-    pts = n.points()
-    assert all(orient(pts, *t) > 0 for t in tris)
-    assert sorted(map(sorted, tris.tolist())) == [[0, 1, 3], [1, 2, 3]]
 
 
 def test_ports_bits_weights_and_sync_groups():
