@@ -8,15 +8,17 @@ usual blend-space layout) keep whichever diagonal they got, where Bowyer-Watson'
 disagree with themselves in rounding.  ``mesh(triangles)`` adds each triangle's neighbours
 and the hull's edges in counter-clockwise order.
 
-Per frame (numba, on the tables as int64 arrays or as float64 slices of a node's parameters): ``locate`` starts from last frame's triangle (the hint) and walks to the
-neighbour across the edge of the most negative barycentric coordinate (a visibility walk, which
-ends on a Delaunay triangulation); crossing a hull edge means the point is outside the hull, and
-the walk then follows the hull edges from there while the nearest point gets nearer (the hull
-edges seen from the point form one chain along which that distance has one minimum).
-``space_weights`` gives the live weights (those of at least ``spaces.LIVE_MIN``): barycentric inside a triangle, the projection onto the
-nearest hull edge outside (clamped to the edge), and their rates from the point's velocity
-(both are linear in the point, apart from the clamp).  They sum to 1, are continuous (on an edge
-both sides give the edge's weights), and depend on the hint only in which triangle is found.
+Per frame (numba, on the tables as int64 arrays or as float64 slices of a node's parameters):
+``locate`` starts from last frame's triangle (the hint) and walks to the neighbour across the
+edge of the most negative barycentric coordinate (a visibility walk, which ends on a Delaunay
+triangulation); crossing a hull edge means the point is outside the hull, and the walk then
+follows the hull edges from there while the nearest point gets nearer (the hull edges seen from
+the point form one chain along which that distance has one minimum).  ``space_weights`` gives
+the live weights (those of at least ``spaces.LIVE_MIN``): barycentric inside a triangle, the
+projection onto the nearest hull edge outside (clamped to the edge), and their rates from the
+point's velocity (both are linear in the point, apart from the clamp).  They sum to 1, are
+continuous (on an edge both sides give the edge's weights), and depend on the hint only in
+which triangle is found.
 """
 
 from __future__ import annotations
@@ -198,8 +200,8 @@ def edge_param(pts, u, v, x, y):
 def locate(pts, tris, nbrs, hull, hint, x, y):
     """The triangle holding (x, y) (>= 0), or ``-1 - h`` for the nearest hull edge h when outside the hull; walked from
     ``hint`` (last frame's answer, in the same form)."""
-    t = hint if hint >= 0 else int(hull[-1 - hint, 4])
-    if t < 0 or t >= tris.shape[0]:
+    t = hint if hint >= 0 else (int(hull[-1 - hint, 4]) if -1 - hint < hull.shape[0] else 0)
+    if t >= tris.shape[0]:  # not this space's hint (a state saved from another plan)
         t = 0
     for _ in range(tris.shape[0] + 1):
         lam = barycentric(pts, tris, t, x, y)[0]

@@ -101,7 +101,7 @@ class Entry2d(Part):
     FIELD_KINDS: ClassVar[dict] = {"at": "axis"}  # the editor's vector widget (of as many numbers as the value has)
 
     name: str = Field(pattern=IDENTIFIER, max_length=64, description="the entry's name (an identifier)")
-    at: Tuple[Signal, Signal] = Field(description="the point [x, y] where this entry shows alone (the parameter's x, z)")
+    at: Tuple[Signal, Signal] = Field(description="the point [x, y] where this entry shows alone (parameter x, z)")
 
     @classmethod
     def next_item(cls, items):
@@ -225,7 +225,8 @@ def blend_space_2d(poses, at, parameter, parameter_vel=(0.0, 0.0)):
     try:
         xy, dxy = (np.broadcast_to(a, shape + (2,)).reshape(-1, 2) for a in (xy, dxy))
     except ValueError:
-        raise ValueError(f"parameter and its rate must be (2,) or {shape + (2,)}, got {xy.shape}, {dxy.shape}") from None
+        raise ValueError(f"parameter and its rate must be (2,) or {shape + (2,)}, got {xy.shape}, "
+                         f"{dxy.shape}") from None
     pts, tris, nbrs, hull = tables(node.params())
     out = Pose.identity(poses[0].joints, shape)
     idx, w, dw = np.zeros(3), np.zeros(3), np.zeros(3)
@@ -240,9 +241,9 @@ def blend_space_2d(poses, at, parameter, parameter_vel=(0.0, 0.0)):
 
 
 def verify_blend_space_2d(m, t, h, rng):
-    """Four entries (the clip, backwards, and each half a second on) at (0, 0), (1, 0), (0, 1), (1.2, 1.3): the parameter
-    circles inside the first triangle (three entries blended, nested), and slides along outside its bottom edge
-    (that edge's two entries, the projection's weights)."""
+    """Four entries (the clip, backwards, and each half a second on) at (0, 0), (1, 0), (0, 1), (1.2, 1.3): the
+    parameter circles inside the first triangle (three entries blended, nested), and slides along outside its bottom
+    edge (that edge's two entries, the projection's weights)."""
     at = [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.2, 1.3)]
 
     def poses(s):

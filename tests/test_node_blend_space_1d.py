@@ -216,7 +216,8 @@ def test_op_refuses_bad_arguments():
 
 def speed_at(t):
     """A ramp from walk through jog to run and back (m/s-like units of the entries), with its rate."""
-    return 1.2 + 2.6 * 0.5 * (1 - np.cos(2 * np.pi * t / 4.0)), 2.6 * 0.5 * 2 * np.pi / 4.0 * np.sin(2 * np.pi * t / 4.0)
+    w = 2 * np.pi / 4.0
+    return 1.2 + 1.3 * (1 - np.cos(w * t)), 1.3 * w * np.sin(w * t)
 
 
 @pytest.mark.parametrize("at", [0.4, 1.1, 1.9, 2.6])

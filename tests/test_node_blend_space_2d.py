@@ -32,7 +32,7 @@ def node(entries=ENTRIES, **fields):
 
 
 def space_graph(entries=ENTRIES, **fields):
-    """One sample per entry (its clip by the entry's name), an input ``stick`` (vec3: x and z read), the space to out."""
+    """One sample per entry (its clip by the entry's name), an input ``stick`` (vec3: x and z read), the space, out."""
     nodes, links = [], [["stick.value", "bs.parameter"], ["bs.pose", "out.pose"]]
     for e in entries:
         nodes.append({"id": f"s_{e['name']}", "type": "sample", "clip": e["name"], "root_motion": True})
@@ -250,7 +250,8 @@ def moving_pose(rng, joints):
     def pose_at(t):
         t = np.atleast_1d(t)[:, None, None]
         rot = qmul(from_rotvec(ang * t), np.broadcast_to(rot0, t.shape[:1] + rot0.shape))
-        return ag.Pose(base + swing * np.sin(t), rot, vel=swing * np.cos(t), ang=np.broadcast_to(ang, rot.shape[:-1] + (3,)))
+        spin = np.broadcast_to(ang, rot.shape[:-1] + (3,))
+        return ag.Pose(base + swing * np.sin(t), rot, vel=swing * np.cos(t), ang=spin)
 
     return pose_at
 
@@ -284,7 +285,7 @@ def test_op_velocities_equal_central_differences(path):
 
 
 def stick_at(t):
-    """A stick circling inside the triangle (walk, jog, walk_turn): x in [0.15, 0.45], z in [1.3, 1.7]; with its rate."""
+    """A stick circling inside triangle (walk, jog, walk_turn): x in [0.15, 0.45], z in [1.3, 1.7]; with its rate."""
     w = 2 * np.pi / 3.0
     pos = np.array([0.3 + 0.15 * np.sin(w * t), 0.0, 1.5 + 0.2 * np.cos(w * t)])
     vel = np.array([0.15 * w * np.cos(w * t), 0.0, -0.2 * w * np.sin(w * t)])
@@ -341,8 +342,18 @@ def test_lane_executor_equals_the_per_character_one_with_characters_across_the_s
     centre = rng.uniform([-0.5, 0.0, 0.5], [1.5, 0.0, 4.5], (batch, 3))
     for f in range(120):
         t = f / 60
-        pos = centre + np.stack([0.6 * np.sin(t + np.arange(batch)), np.zeros(batch), 0.8 * np.cos(t) * np.ones(batch)], -1)
+        swing = np.sin(t + np.arange(batch))
+        pos = centre + np.stack([0.6 * swing, np.zeros(batch), 0.8 * np.cos(t) * np.ones(batch)], -1)
         vel = np.stack([0.6 * np.cos(t + np.arange(batch)), np.zeros(batch), -0.8 * np.sin(t) * np.ones(batch)], -1)
         a, b = lanes.step(1 / 60, {"stick": (pos, vel)}), chars.step(1 / 60, {"stick": (pos, vel)})
         for x, y in zip(a["out"].as_tuple(), b["out"].as_tuple()):
             np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
+
+
+def test_a_nan_stick_is_refused_by_the_input_changing_nothing():
+    inst = ag.compile(space_graph()).instance(python=True)
+    inst.step(1 / 60, {"stick": stick_at(0.0)})
+    before = inst.st.copy()
+    with pytest.raises(GraphError, match="stick"):
+        inst.step(1 / 60, {"stick": ([0.3, 0.0, float("nan")], [0.0, 0.0, 0.0])})
+    assert np.array_equal(inst.st, before)
