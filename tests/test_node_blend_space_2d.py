@@ -357,3 +357,19 @@ def test_a_nan_stick_is_refused_by_the_input_changing_nothing():
     with pytest.raises(GraphError, match="stick"):
         inst.step(1 / 60, {"stick": ([0.3, 0.0, float("nan")], [0.0, 0.0, 0.0])})
     assert np.array_equal(inst.st, before)
+
+
+def test_cli_refuses_collinear_points_naming_them_in_one_line_with_status_2(tmp_path, capsys):
+    import json
+
+    from animgraph.cli import main
+
+    entries = [{"name": "slow", "at": [0, 1]}, {"name": "mid", "at": [0, 2]}, {"name": "fast", "at": [0, 4]}]
+    data = {"format": "animgraph.graph", "version": 1,
+            "nodes": [{"id": "bs", "type": "blend_space_2d", "entries": entries}, {"id": "out", "type": "output"}],
+            "links": [["bs.pose", "out.pose"]]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'bs'" in err and "'slow', 'mid', 'fast' all lie on one line" in err and "\n" not in err, err
