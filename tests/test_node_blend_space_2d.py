@@ -31,11 +31,13 @@ def node(entries=ENTRIES, **fields):
     return BlendSpace2d.model_validate({"id": "bs", "type": "blend_space_2d", "entries": entries, **fields})
 
 
-def space_graph(entries=ENTRIES, **fields):
-    """One sample per entry (its clip by the entry's name), an input ``stick`` (vec3: x and z read), the space, out."""
+def space_graph(entries=ENTRIES, clips=None, **fields):
+    """One sample per entry (its clip by the entry's name, or ``clips[name]``: a clip and sample fields), an input
+    ``stick`` (vec3: x and z read), the space, out."""
     nodes, links = [], [["stick.value", "bs.parameter"], ["bs.pose", "out.pose"]]
     for e in entries:
-        nodes.append({"id": f"s_{e['name']}", "type": "sample", "clip": e["name"], "root_motion": True})
+        clip, extra = (clips or {}).get(e["name"], (e["name"], {}))
+        nodes.append({"id": f"s_{e['name']}", "type": "sample", "clip": clip, "root_motion": True, **extra})
         links += [[f"s_{e['name']}.pose", f"bs.{e['name']}"], [f"s_{e['name']}.motion", f"bs.{e['name']}_motion"]]
         nodes.append({"id": f"w_{e['name']}", "type": "output", "signal": "scalar"})
         links.append([f"bs.{e['name']}_weight", f"w_{e['name']}.value"])
@@ -373,3 +375,26 @@ def test_cli_refuses_collinear_points_naming_them_in_one_line_with_status_2(tmp_
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "'bs'" in err and "'slow', 'mid', 'fast' all lie on one line" in err and "\n" not in err, err
+
+
+def test_no_pop_as_the_stick_crosses_triangles_edges_and_the_hull():
+    """A loop through both triangles, across their shared edge, out past the hull and back: the live corners change
+    many times (paused samples resume) and the space never moves the pose without the velocity to match (the pop
+    finder's defaults).  The bundled clips' own loop wraps may pop (walk_turn does not loop; the walk's first 0.25 s
+    is capture noise): the finder names the sample then, never the space."""
+    from animgraph.pops import PopFinder
+
+    plan = ag.compile(space_graph(), reuse_slots=False)
+    inst, finder = plan.instance(), PopFinder(plan)
+    dt, pops, live = 1 / 60, [], set()
+    for f in range(int(6.0 / dt)):
+        t, w = f * dt, 2 * np.pi / 6.0
+        pos = np.array([0.5 + 1.0 * np.sin(w * t), 0.0, 2.5 + 2.0 * np.sin(2 * w * t)])
+        vel = np.array([1.0 * w * np.cos(w * t), 0.0, 4.0 * w * np.cos(2 * w * t)])
+        out = inst.step(dt, {"stick": (pos, vel)})
+        pop = finder.observe(inst, f, dt)
+        pops += [pop] if pop else []
+        live.add(tuple(e for e in ("walk", "jog", "run", "walk_turn") if out[f"w_{e}"][0] > 0))
+    assert all(p.node.startswith("s_") for p in pops), [p for p in pops if not p.node.startswith("s_")][:3]
+    assert len(pops) <= 3, pops  # a wrap or two of the samples, no more
+    assert len(live) >= 5, live  # corners alone, edges, both triangles
