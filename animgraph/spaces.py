@@ -20,6 +20,10 @@ joint in float64 and never stored, so ``a'`` growing near ``p2`` (``w0 + w1 -> 0
 
 Root motion (the simulation bone's velocity and angular velocity, themselves rates) is the
 weighted sum of the live entries' (an unlinked one: still), as the ``blend`` node lerps two.
+
+Also the entries' naming rules both nodes' files check (``refuse_entry_names``) and the
+editor's link renaming (``renamed_ports``): an entry's name is its pose input's, and
+``<name>_motion`` and ``<name>_weight`` are its other ports.
 """
 
 from animgraph.jit import njit
@@ -28,6 +32,10 @@ from .fades import crossfade_kernel
 from .kernels import copy_pose
 from .maths import blend_kform, load_kform, store_kform
 
+IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"  # an entry's name
+GROUP = r"^([A-Za-z_][A-Za-z0-9_]*)?$"  # a sync group's name; "": the node's id
+FIXED_PORTS = ("pose", "motion", "parameter")
+ENTRY_PORTS = ("", "_motion", "_weight")  # an entry's ports: its name with these ends
 MOTION = 6  # a root-motion signal's floats
 LIVE_MIN = 1e-12  # a weight below this counts as 0: the entry is not live (the rest renormalized)
 
@@ -79,3 +87,28 @@ def publish_weights(outs, first, sig, n, count, idx, w, dw):
         sig[o], sig[o + 1] = w[k], dw[k]
         live |= 1 << e
     return live
+
+
+def refuse_entry_names(names):
+    """A ValueError for an entry name used twice or colliding with a port name."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ValueError(f"entry {name!r} appears twice")
+        if name in FIXED_PORTS or name.endswith(ENTRY_PORTS[1:]):
+            raise ValueError(f"entry {name!r} collides with a port name (pose, motion, parameter, <entry>_motion, "
+                             f"<entry>_weight)")
+        seen.add(name)
+
+
+def renamed_ports(old, new):
+    """{old port: new port} of the entries renamed from ``old`` to ``new`` (a node's JSON fields, as the editor edits
+    them); {} unless both hold lists of entries of one length."""
+    before, after = old.get("entries"), new.get("entries")
+    if not (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)):
+        return {}
+    names = {a.get("name"): b.get("name") for a, b in zip(before, after)
+             if isinstance(a, dict) and isinstance(b, dict) and a.get("name") != b.get("name")}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+        return {}
+    return {f"{a}{end}": f"{b}{end}" for a, b in names.items() for end in ENTRY_PORTS}

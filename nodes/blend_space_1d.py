@@ -32,13 +32,11 @@ from animgraph.jit import njit
 from animgraph.limits import Part, Signal
 from animgraph.node import Node, Port, Weight, fields, register, slot
 from animgraph.pose import Pose, pose_arg
-from animgraph.spaces import LIVE_MIN, blend_entries, blend_motions, publish_weights
+from animgraph.spaces import (GROUP, IDENTIFIER, LIVE_MIN, blend_entries, blend_motions, publish_weights,
+                              refuse_entry_names, renamed_ports)
 from animgraph.stencil import stencil
 
 MAX_ENTRIES = 32  # the live mask's bits
-IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
-GROUP = r"^([A-Za-z_][A-Za-z0-9_]*)?$"  # "": the node's id
-FIXED_PORTS = ("pose", "motion", "parameter")
 # Parameters: the entry count, then the entries' values in ascending order and their entry indices.
 PAR = fields("BlendSpace1dPar", entries=1)
 # State: the entries needed now and those entered now (bit masks, see animgraph.node's branches; none ever entered), the
@@ -112,18 +110,6 @@ class Entry1d(Part):
         return dict(items[-1]) | {"at": max(ats) + 1.0 if ats else 0.0}
 
 
-def refuse_entry_names(names):
-    """A ValueError for a name used twice or colliding with a port name."""
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"entry {name!r} appears twice")
-        if name in FIXED_PORTS or name.endswith(("_motion", "_weight")):
-            raise ValueError(f"entry {name!r} collides with a port name (pose, motion, parameter, <entry>_motion, "
-                             f"<entry>_weight)")
-        seen.add(name)
-
-
 @register(blend_space_1d_node, early=blend_space_1d_weights)
 class BlendSpace1d(Node):
     """Entries at values of a scalar parameter, the two around it blended (piecewise linear); only they run."""
@@ -193,18 +179,6 @@ class BlendSpace1d(Node):
         if self.sync_group is None:
             return {}
         return {e.name: self.sync_group or self.id for e in self.entries}
-
-
-def renamed_ports(old, new):
-    """{old port: new port} of the entries renamed from ``old`` to ``new`` (a node's JSON entries)."""
-    before, after = old.get("entries"), new.get("entries")
-    if not (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)):
-        return {}
-    names = {a.get("name"): b.get("name") for a, b in zip(before, after)
-             if isinstance(a, dict) and isinstance(b, dict) and a.get("name") != b.get("name")}
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
-        return {}
-    return {f"{a}{end}": f"{b}{end}" for a, b in names.items() for end in ("", "_motion", "_weight")}
 
 
 def blend_space_1d(poses, at, parameter, parameter_vel=0.0):

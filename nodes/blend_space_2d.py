@@ -34,14 +34,12 @@ from animgraph.jit import njit
 from animgraph.limits import Part, Signal
 from animgraph.node import Node, Port, Weight, fields, register, slot
 from animgraph.pose import Pose, pose_arg
-from animgraph.spaces import blend_entries, blend_motions, publish_weights
+from animgraph.spaces import (GROUP, IDENTIFIER, blend_entries, blend_motions, publish_weights, refuse_entry_names,
+                              renamed_ports)
 from animgraph.stencil import stencil
 from animgraph.triangulate import HULL, NBR, TRI, delaunay, mesh, refuse_degenerate, space_weights
 
 MAX_ENTRIES = 32  # the live mask's bits
-IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
-GROUP = r"^([A-Za-z_][A-Za-z0-9_]*)?$"  # "": the node's id
-FIXED_PORTS = ("pose", "motion", "parameter")
 # Parameters: counts, then the points (x, y per entry), the triangles' corners, their neighbours, the hull edges.
 PAR = fields("BlendSpace2dPar", entries=1, triangles=1, hull=1)
 # State: the entries needed now and those entered now (bit masks, see animgraph.node's branches; none ever entered), the
@@ -113,18 +111,6 @@ class Entry2d(Part):
         return dict(items[-1]) | {"at": [max(p[0] for p in points) + 1.0, float(points[-1][1])]}
 
 
-def refuse_entry_names(names):
-    """A ValueError for a name used twice or colliding with a port name."""
-    seen = set()
-    for name in names:
-        if name in seen:
-            raise ValueError(f"entry {name!r} appears twice")
-        if name in FIXED_PORTS or name.endswith(("_motion", "_weight")):
-            raise ValueError(f"entry {name!r} collides with a port name (pose, motion, parameter, <entry>_motion, "
-                             f"<entry>_weight)")
-        seen.add(name)
-
-
 @register(blend_space_2d_node, early=blend_space_2d_weights)
 class BlendSpace2d(Node):
     """Entries at 2-D points, the triangle around the parameter blended (barycentric); only its corners run."""
@@ -162,14 +148,7 @@ class BlendSpace2d(Node):
     @classmethod
     def follow_edit(cls, old, new):
         """An entry renamed in the editor: the links to its ports follow the new name."""
-        before, after = old.get("entries"), new.get("entries")
-        if not (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)):
-            return new, {}
-        names = {a.get("name"): b.get("name") for a, b in zip(before, after)
-                 if isinstance(a, dict) and isinstance(b, dict) and a.get("name") != b.get("name")}
-        if not names or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
-            return new, {}
-        return new, {f"{a}{end}": f"{b}{end}" for a, b in names.items() for end in ("", "_motion", "_weight")}
+        return new, renamed_ports(old, new)
 
     def inputs(self):
         return (tuple(Port(e.name, "pose", "local", f"pose at {list(e.at)}") for e in self.entries)
