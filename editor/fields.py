@@ -200,6 +200,8 @@ class Panel:
                     dpg.add_button(label=f"remove {i}", tag=tag(*path, i, "remove"), small=True, callback=remove(i))
             new = dict(value[-1]) if value else {s.name: s.default if s.default is not None else
                                                  (s.choices[0] if s.choices else None) for s in spec.items}
+            if value and spec.follow is not None:  # items that must differ by more than a name (a blend space's)
+                new = spec.follow(value)
             if isinstance(new.get("name"), str):  # named items (a machine's states) need a name of their own
                 taken, base, k = {item.get("name") for item in value}, new["name"].rstrip("0123456789") or "item", 2
                 while f"{base}{k}" in taken:

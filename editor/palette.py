@@ -89,6 +89,7 @@ class FieldSpec:
     required: bool = False  # the model has no default
     signal: str = ""  # value widgets: the signal kind the value has (the node's 'signal' field)
     items: tuple = ()  # branches (a list of models): the FieldSpecs of one item's fields
+    follow: object = None  # branches: ``items -> new item`` (the item model's ``next_item``), else a copy of the last
 
 
 def field_specs(node, joint_names=(), assets=()):
@@ -130,6 +131,7 @@ def _spec(name, info, kind, example, joints, assets, signal, states=()):
         name=name, widget=widget, default=default, low=low, high=high, choices=choices,
         doc=info.description or "", optional=_nullable(info.annotation), low_open=low_open, high_open=high_open,
         required=info.is_required(), signal=(signal or "") if widget == "value" else "", items=items,
+        follow=getattr(_item_model(info.annotation), "next_item", None) if widget == "branches" else None,
     )
 
 

@@ -116,10 +116,13 @@ def candidates(spec, current, example):
         out.append(not current)
     elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any"):
         out += ([mirrored(current, spec.choices)] if kind == "joint" else []) + list(spec.choices)
+        if not spec.choices and isinstance(current, str):  # a name without choices (a blend space's sync group)
+            out += ["x", "y"]
     elif kind in ("float", "int"):
         out += numbers(spec, kind == "int")
     elif kind == "axis":
-        out += [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+        n = len(current) if isinstance(current, list) else 3  # an axis, or a point of as many numbers (2-D)
+        out += [v[:n] for v in ([0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.5, -0.5, 0.25])]
     elif kind == "joints":
         out.append([mirrored(j, spec.choices) for j in current])
     elif kind == "tags":
@@ -147,6 +150,8 @@ def type_value(editor, path, spec, value):
     signal = spec.signal if kind == "value" else ""
     if kind == "bool" or signal == "bool":
         act(editor, t, bool(value))
+    elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any") and not spec.choices:
+        act(editor, t, json.dumps(value))  # no choices: the editor shows the field as its JSON text
     elif kind in ("enum", "signal", "clip", "joint", "state", "state_or_any"):
         act(editor, t, fields.NONE if value is None else str(value))
     elif kind in ("float", "int") or signal in ("scalar", "int"):
@@ -176,14 +181,15 @@ def type_value(editor, path, spec, value):
         raise AssertionError(f"field {spec.name!r}: no way to type widget kind {kind!r}")
 
 
-def shown(path, spec):
-    """The value the widget of ``spec`` at ``path`` shows (None: an unset nullable one)."""
+def shown(path, spec, like=None):
+    """The value the widget of ``spec`` at ``path`` shows (None: an unset nullable one); a vector as long as ``like``
+    (a list) or the field's shape."""
     t = fields.tag(*path)
     if dpg.does_item_exist(fields.tag(*path, "set")) and not dpg.get_value(fields.tag(*path, "set")):
         return None
     value = dpg.get_value(t)
     if isinstance(value, list) and spec.widget in ("axis", "value"):
-        return value[:len(field_shape(spec))]
+        return value[:len(like) if isinstance(like, list) else len(field_shape(spec))]
     if isinstance(value, str) and spec.widget == "value":
         return json.loads(value)
     if spec.widget == "name":
@@ -258,8 +264,8 @@ class Check:
             status = dpg.get_value("status")
             if self.doc.to_json() != before:
                 self.fail(nid, path, f"out-of-range {bad!r} changed the document")
-            if not same(shown(path, spec), current):
-                self.fail(nid, path, f"after {bad!r} the widget shows {shown(path, spec)!r}, not {current!r}")
+            if not same(shown(path, spec, current), current):
+                self.fail(nid, path, f"after {bad!r} the widget shows {shown(path, spec, current)!r}, not {current!r}")
             bounds = [f"{b:g}" for b in (spec.low, spec.high) if b is not None]
             if not all(b in status for b in bounds) or "\n" in status:
                 self.fail(nid, path, f"after {bad!r} the status says {status!r}, not the range {bounds}")

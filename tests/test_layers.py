@@ -21,7 +21,7 @@ CORE = Path(animgraph.__path__[0])
 # The bottom layer: what node modules share.  Each may import only these (and pose, errors)
 # from animgraph, never a node module, the node contract or the planner.
 BOTTOM = ("kernels", "maths", "ik", "offsets", "decay", "args", "limits", "lanes", "lanes_ops", "lanes_ik", "views",
-          "poseops", "kform", "preprocess", "names", "jit", "travel", "branches", "fades")
+          "poseops", "kform", "preprocess", "names", "jit", "travel", "branches", "fades", "spaces", "triangulate")
 BOTTOM_MAY_IMPORT = set(BOTTOM) | {"pose", "errors"}
 
 
