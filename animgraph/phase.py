@@ -7,11 +7,12 @@ other foot's step is missing, and the feet keep their phases).  So clips of diff
 starting on opposite feet, line up plant to plant.
 
 The phase here is *unwrapped*: ``u`` grows through the clip, starting at the first marker's phase
-(0 or 0.5).  A looping clip of period ``L`` has a last segment wrapping from its last marker through
-the end to its first marker at ``t0 + L``: half a cycle when the loop's last plant is the other foot's, a
-whole one when the same foot's (a step the loop skips) unless it comes less than half a step before the
-first plant comes round: then it is that same stance, cut by the loop's end, and is dropped.  So ``C``
-cycles per loop, a whole number; its times are taken modulo ``L`` and its phases modulo ``C``.  A clamped clip's phase
+(0 or 0.5).  A looping clip of period ``L`` wraps from its last marker through the end to its first
+marker at ``t0 + L``: half a cycle when the last plant is the other foot's, a whole one when the same
+foot's; so ``C`` cycles per loop, a whole number; its times are taken modulo ``L`` and its phases
+modulo ``C``.  A captured clip rarely ends where it began, so a sync group plays its looping clips
+cut to their whole cycles (``whole_cycles``: first plant to the same foot's last, the sample node's
+``cycles``), where the wrap goes plant to plant.  A clamped clip's phase
 runs before its first and after its last marker at the nearest segment's rate and stops at the
 clip's ends (time 0 and its duration), where its time stands still.
 
@@ -35,13 +36,31 @@ class MarkerError(ValueError):
 
 
 def markers(left, right, length, loop):
-    """(times (n,) s, phases (n,) cycles, cycles per loop) from the plant instants of each foot.
+    """(times (n,) s, phases (n,) cycles, cycles per loop, period s) from the plant instants of each foot.
 
     ``left``/``right``: plant times (s) in ``[0, length]``; ``length``: a looping clip's period or a
-    clamped clip's duration (s).  The table ends with the wrap marker (first marker + ``length``)
-    when ``loop``; cycles per loop is 0 for a clamped clip.  MarkerError when the clip has no plant of
-    one foot (a phase needs at least one step of each foot).
+    clamped clip's duration (s).  A looping clip's table ends with its wrap marker (the first marker +
+    ``length``); cycles per loop is 0 for a clamped clip.  MarkerError when the clip has no plant of one
+    foot (a phase needs at least one step of each foot).
     """
+    times, phases = _plants(left, right)
+    if not loop:
+        return np.asarray(times, np.float64), np.asarray(phases, np.float64), 0.0, float(length)
+    wrap = phases[-1] + _step(phases[-1], phases[0])
+    times.append(times[0] + float(length))
+    phases.append(wrap)
+    return np.asarray(times, np.float64), np.asarray(phases, np.float64), wrap - phases[0], float(length)
+
+
+def whole_cycles(left, right):
+    """(first plant, the last plant of the same foot) in s: the clip's whole gait cycles, or None under one cycle."""
+    times, phases = _plants(left, right)
+    same = [k for k in range(1, len(phases)) if abs((phases[k] - phases[0]) % 1.0) < 1e-9]
+    return (times[0], times[same[-1]]) if same else None
+
+
+def _plants(left, right):
+    """([plant times], [unwrapped phases]) of both feet in time order (MarkerError as ``markers``)."""
     left, right = np.asarray(left, np.float64).reshape(-1), np.asarray(right, np.float64).reshape(-1)
     if len(left) == 0 or len(right) == 0:
         lacks = "left_plant" if len(left) == 0 else "right_plant"
@@ -53,20 +72,7 @@ def markers(left, right, length, loop):
             raise MarkerError(f"two plants at {t:g} s: the feet plant at different times")
         phases.append(phases[-1] + _step(phases[-1], foot))
         times.append(t)
-    cycles = 0.0
-    if loop:
-        first = phases[0]
-        gap = times[0] + float(length) - times[-1]
-        if (_step(phases[-1], first) == 1.0 and len(phases) > 2 and _step(phases[-2], first) == 0.5
-                and gap < 0.5 * float(np.median(np.diff(times)))):
-            # The loop's last plant is its first one's foot again, much less than a step before it comes round:
-            # the same stance, cut by the loop's end.
-            times, phases = times[:-1], phases[:-1]
-        wrap = phases[-1] + _step(phases[-1], first)
-        cycles = wrap - first
-        times.append(times[0] + float(length))
-        phases.append(wrap)
-    return np.asarray(times, np.float64), np.asarray(phases, np.float64), float(cycles)
+    return times, phases
 
 
 def _step(phase, foot):
@@ -84,15 +90,16 @@ def _segment(xs, x):
 
 
 @njit(cache=True)
-def phase_at(times, phases, loop, length, t):
-    """(phase u (cycles), du/dt (cycles/s)) of clip time ``t`` (s): wrapped into the loop, or extrapolated."""
+def phase_at(times, phases, loop, period, t):
+    """(phase u (cycles), du/dt (cycles/s)) of clip time ``t`` (s): wrapped into the loop (``period`` s from the
+    first marker), or clamped to ``[0, period]`` (a clamped clip's duration) and extrapolated."""
     if loop:
         t0 = times[0]
-        t = t0 + (t - t0) % length
-        if t >= t0 + length:
+        t = t0 + (t - t0) % period
+        if t >= t0 + period:
             t = t0
     else:
-        t = min(max(t, 0.0), length)
+        t = min(max(t, 0.0), period)
     k = _segment(times, t)
     slope = (phases[k + 1] - phases[k]) / (times[k + 1] - times[k])
     return phases[k] + (t - times[k]) * slope, slope
@@ -102,8 +109,9 @@ def phase_at(times, phases, loop, length, t):
 def time_at(times, phases, loop, length, cycles, u):
     """(clip time t (s), dt/du (s/cycle), du/dt of its segment (cycles/s)) at phase ``u`` (cycles).
 
-    A looping clip takes ``u`` modulo its cycles per loop and returns ``t`` in ``[0, length)``; a clamped
-    clip stops at its ends, where ``dt/du`` is 0 (the time stands still while the phase goes on).
+    A looping clip takes ``u`` modulo its cycles per loop, a time past the clip's ``length`` (s: its
+    period, for a wrap through the end) coming round to its start; a clamped clip (``length`` its
+    duration) stops at its ends, where ``dt/du`` is 0 (the time stands still while the phase goes on).
     """
     if loop:
         u0 = phases[0]

@@ -4,7 +4,8 @@ A sample joins a group by its ``sync_group`` field, or by feeding an input a nod
 (``Node.sync_inputs``: a blend space's entries) when it names none of its own.  For each group the
 check adds one ``sync_group`` node (``nodes/sync_group.py``, id ``__sync_<group>``) and links its
 ``<sample>_time`` outputs into the members' ``time`` inputs, so the schedule runs it after every
-signal its weights read and before its members.
+signal its weights read and before its members.  A member runs as its ``sync_member()["driven"]`` copy:
+a looping sample cut to its whole gait cycles (``cycles``), so that its loop goes plant to plant.
 
 A member's *effective weight* is the largest, over paths along pose links from it to a graph output,
 of the product of the weights the nodes on the path give the inputs it enters by
@@ -101,10 +102,11 @@ def _group_fields(name, members, nodes, ports, feeds, file):
                              f"{'.'.join(feeds[(sid, m['time_port'])])}: the group gives its time (unlink it, or take "
                              "the sample out of the group)", sid, m["time_port"], file)
         rate_src = feeds.get((sid, m["rate_port"]))
-        rows.append({"sample": sid, "clip": m["clip"], "loop": m["loop"], "start": m["start"], "rate": m["rate"],
+        rows.append({"sample": sid, "clip": m["clip"], "variant": m["variant"], "loop": m["loop"], "start": m["start"], "rate": m["rate"],
                      "rate_input": -1 if rate_src is None else signal_input(rate_src, "scalar"),
                      "vertex": vertices[sid]})
         links.append(((sid, m["time_port"]), (PREFIX + name, f"{sid}_time")))
+        nodes[sid] = m["driven"]
     out_edges = []
     for src, dst, port in edges:
         w = nodes[dst].input_weights().get(port)

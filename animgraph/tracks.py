@@ -89,6 +89,26 @@ class Tracks:
         return Tracks(self.length, self.loop, {swap(k): v.copy() for k, v in self.instants.items()},
                       {swap(k): v.copy() for k, v in self.ranges.items()}, tuple(swap(n) for n in self.derived))
 
+    def cut(self, begin, end):
+        """These tracks of the loop cut from ``[begin, end)`` s (whole gait cycles: ``phase.whole_cycles``), its times
+        from 0: instants inside it; ranges clipped to it, one running through ``end`` and one from ``begin`` (the
+        same stance, cut by the loop's seam) joined into one wrapping row."""
+        length = float(end - begin)
+        instants = {k: v[(v >= begin) & (v < end)] - begin for k, v in self.instants.items()}
+        ranges = {}
+        for name, rows in self.ranges.items():
+            kept = []
+            for b, e in rows:
+                if e < b:  # a row wrapping through the original loop's end: the part after its start
+                    e = b + (e + self.length - b)
+                lo, hi = max(b, begin) - begin, min(e, end) - begin
+                if hi > lo or (hi == lo and begin <= b < end):
+                    kept.append([lo, hi])
+            if len(kept) >= 2 and kept[0][0] <= EPS and kept[-1][1] >= length - EPS:
+                kept = [[kept[-1][0], kept[0][1]]] + kept[1:-1]  # the seam's stance: one row wrapping
+            ranges[name] = np.asarray(sorted(kept), np.float64).reshape(-1, 2)
+        return Tracks(length, True, instants, ranges, self.derived)
+
     def entries(self):
         """The graph file's form: ``{"name", "time"}`` and ``{"name", "begin", "end"}`` dicts, by name then time."""
         out = []

@@ -121,9 +121,7 @@ class BlendSpace1d(Node):
         "the sync group of the samples feeding the entries (\"\": the node's id; null: none)"))
 
     CATEGORY = "blends"
-    # sync_group: a name; "state" (no states here, so no choices) is edited as its JSON text until node.FIELD_KINDS
-    # has the editor's plain "text" kind.
-    FIELD_KINDS = {"entries": "branches", "sync_group": "state"}
+    FIELD_KINDS = {"entries": "branches", "sync_group": "name"}
     LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
     EXAMPLE = {"entries": [{"name": "walk", "at": 1.0}, {"name": "jog", "at": 2.5}, {"name": "run", "at": 4.0}]}
 

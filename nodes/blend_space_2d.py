@@ -123,9 +123,7 @@ class BlendSpace2d(Node):
         "the sync group of the samples feeding the entries (\"\": the node's id; null: none)"))
 
     CATEGORY = "blends"
-    # sync_group: a name; "state" (no states here, so no choices) is edited as its JSON text until node.FIELD_KINDS
-    # has the editor's plain "text" kind.
-    FIELD_KINDS = {"entries": "branches", "parameter": "axis", "sync_group": "state"}
+    FIELD_KINDS = {"entries": "branches", "parameter": "axis", "sync_group": "name"}
     LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
     EXAMPLE = {"entries": [{"name": "idle", "at": [0.0, 0.0]}, {"name": "forward", "at": [0.0, 1.0]},
                            {"name": "left", "at": [-1.0, 0.0]}, {"name": "right", "at": [1.0, 0.0]}]}

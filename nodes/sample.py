@@ -57,6 +57,7 @@ such as a state machine's ``<state>_time``).  So "leave when the clip is about t
 scalar condition ``below`` on it.
 """
 
+import copy
 import math
 from typing import ClassVar, Literal, Optional
 
@@ -101,7 +102,8 @@ from animgraph.node import (
     slot,
 )
 from animgraph.errors import GraphError
-from animgraph.preprocess import motion_track, root_motion_clip
+from animgraph.phase import MarkerError, whole_cycles
+from animgraph.preprocess import motion_track, root_motion_clip, seamless
 from animgraph.tracks import TOES, clip_tracks, contacts_at, has_feet
 from animgraph.pose import Clip, Pose, number, numbers
 from animgraph.stencil import stencil
@@ -610,6 +612,11 @@ class Sample(Node):
         description="play in step with the other samples of this group, plant to plant (animgraph.sync); null: "
         "alone, or in the group of a blend space it feeds",
     )
+    cycles: bool = Field(
+        False,
+        description="a looping sample plays its clip's whole gait cycles, from its first plant to the last plant of "
+        "that foot (animgraph.phase), the seam spread over them: a sync group plays its looping samples so",
+    )
     contacts: bool = Field(
         False,
         description="output 'left_contact' and 'right_contact': the clip's contact tracks (left_contact, "
@@ -634,21 +641,29 @@ class Sample(Node):
 
     def sync_member(self):
         """A sample can sync: the group then drives its ``time`` input, and its rate weighs in the group's (a sample at
-        a fixed time has no clock to share: none)."""
+        a fixed time has no clock to share: none).  A looping one plays its whole cycles (``cycles``), where the loop
+        goes plant to plant."""
         if self.time is not None:
             return None
-        return {"group": self.sync_group, "clip": self.clip, "loop": self.loop, "start": self.start,
-                "rate": self.rate, "rate_port": "rate", "time_port": "time"}
+        driven = self.model_copy(update={"cycles": True}) if self.loop else self
+        return {"group": self.sync_group, "clip": self.clip, "variant": driven._variant(), "loop": self.loop,
+                "start": self.start, "rate": self.rate, "rate_port": "rate", "time_port": "time", "driven": driven}
 
     def _variant(self):
+        if self.cycles and self.loop:
+            return "root_cycles" if self.root_motion else "cycles"
         return ("root_loop" if self.loop else "root") if self.root_motion else ""
 
     def clip_variants(self):
-        return ((self.clip, self._variant()),) if self.root_motion else ()
+        variant = self._variant()
+        return ((self.clip, variant),) if variant else ()
 
     @classmethod
     def clip_variant(cls, skeleton, clip, variant):
-        """The root-relative clip (``root`` or seamless ``root_loop``) with its simulation bone."""
+        """The root-relative clip (``root`` or seamless ``root_loop``) with its simulation bone; ``cycles`` /
+        ``root_cycles``: the whole gait cycles (``cycle_clip``)."""
+        if variant in ("cycles", "root_cycles"):
+            return cycle_clip(skeleton, clip, variant == "root_cycles")
         if variant not in ("root", "root_loop"):
             return super().clip_variant(skeleton, clip, variant)
         out = root_motion_clip(skeleton, clip, loop=variant == "root_loop")[0]
@@ -667,6 +682,34 @@ class Sample(Node):
     def state(self, ctx, time=0.0):
         """The own clock (s), set so that the first frame after a reset to ``time`` shows ``start + time``."""
         return ST.pack(clock=self.start + time)
+
+
+def cycle_clip(skel, clip, root_motion):
+    """The clip's whole gait cycles as a loop: frames from its first plant to (not including) the last plant of that
+    foot (``phase.whole_cycles`` on its tracks), root-relative with ``root_motion``, the seam's mismatch spread over
+    them (``preprocess.seamless``: a captured clip's steps differ a little); tracks cut alike.  A clip without a
+    plant of each foot or a whole cycle: the plain loop (root-relative and seamless with ``root_motion``)."""
+    tracks = clip_tracks(skel, clip, True)
+    try:
+        span = whole_cycles(tracks.instants.get("left_plant", ()), tracks.instants.get("right_plant", ()))
+    except MarkerError:
+        span = None
+    base = root_motion_clip(skel, clip)[0] if root_motion else clip
+    if span is None:
+        out = root_motion_clip(skel, clip, loop=True)[0] if root_motion else copy.copy(clip)
+        out.tracks = tracks
+        return out
+    f0, f1 = (int(round(t / clip.dt)) for t in span)
+    part = Pose(base.pos[f0:f1], base.rot[f0:f1], base.scl[f0:f1])
+    if root_motion:
+        part = seamless(part)
+    out = copy.copy(base)
+    out.pos, out.rot, out.scl = (np.ascontiguousarray(x) for x in (part.pos, part.rot, part.scl))
+    if base.root_pos is not None:
+        out.root_pos, out.root_rot = base.root_pos[f0:f1], base.root_rot[f0:f1]
+    out.contacts = None if clip.contacts is None else clip.contacts[f0:f1]
+    out.tracks = tracks.cut(f0 * clip.dt, f1 * clip.dt)
+    return out
 
 
 def sample(clip: Clip, time, mode="linear", loop=False, rate=1.0):

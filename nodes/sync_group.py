@@ -40,7 +40,7 @@ from animgraph.tracks import clip_tracks
 MAX_MEMBERS = 64
 MAX_VERTICES = 1024
 HEAD = fields("SyncGroupHead", members=1, vertices=1, edges=1)
-MEMBER = fields("SyncGroupMember", markers_at=1, markers=1, loop=1, length=1, cycles=1, start=1, rate=1,
+MEMBER = fields("SyncGroupMember", markers_at=1, markers=1, loop=1, length=1, period=1, cycles=1, start=1, rate=1,
                 rate_input=1, vertex=1)
 EDGE = fields("SyncGroupEdge", src=1, dst=1, input=1, scale=1, offset=1, lo=1, hi=1, has_range=1)
 # State: aligned since the reset, the unwrapped phase (cycles), its last rate (cycles/s), the reset time (s), the
@@ -61,6 +61,7 @@ class Member(BaseModel):
     model_config = ConfigDict(extra="forbid")
     sample: str = Field(min_length=1, description="the member sample's node id (names its time output)")
     clip: str = Field(min_length=1, description="its clip asset")
+    variant: str = Field("", description="the variant of the clip it plays (Node.clip_variants)")
     loop: bool = True
     start: float = Field(0.0, ge=-TIME_MAX, le=TIME_MAX, allow_inf_nan=False, description="its start time (s)")
     rate: float = Field(1.0, ge=-RATE_MAX, le=RATE_MAX, allow_inf_nan=False,
@@ -84,11 +85,11 @@ class Edge(BaseModel):
 
 @njit(cache=True)
 def member_markers(par, m):
-    """(times, phases, loop, length, cycles) of member ``m``'s marker table (``animgraph.phase``)."""
+    """(times, phases, loop, length, period, cycles) of member ``m``'s marker table (``animgraph.phase``)."""
     row = HEAD.SIZE + m * MEMBER.SIZE
     at, n = int(par[row + MEMBER.markers_at]), int(par[row + MEMBER.markers])
     return (par[at:at + n], par[at + n:at + 2 * n], par[row + MEMBER.loop] > 0.5, par[row + MEMBER.length],
-            par[row + MEMBER.cycles])
+            par[row + MEMBER.period], par[row + MEMBER.cycles])
 
 
 @njit(cache=True)
@@ -124,9 +125,9 @@ def align(par, st, offsets):
     """After a reset: the phase of the first member at its start, and each member's offset nearest its own start."""
     members = int(par[HEAD.members])
     for m in range(members):
-        times, phases, loop, length, cycles = member_markers(par, m)
+        times, phases, loop, length, period, cycles = member_markers(par, m)
         row = HEAD.SIZE + m * MEMBER.SIZE
-        u, slope = phase_at(times, phases, loop, length, par[row + MEMBER.start] + st[ST.time])
+        u, slope = phase_at(times, phases, loop, period, par[row + MEMBER.start] + st[ST.time])
         if m == 0:
             st[ST.phase], st[ST.rate] = u, par[row + MEMBER.rate] * slope
         offsets[m] = nearest_cycle(u, st[ST.phase])
@@ -143,7 +144,7 @@ def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
     effective_weights(ins, par, sig, w)
     phase, num, den, leader, best = st[ST.phase], 0.0, 0.0, 0, -1.0
     for m in range(members):
-        times, phases, loop, length, cycles = member_markers(par, m)
+        times, phases, loop, length, period, cycles = member_markers(par, m)
         row = HEAD.SIZE + m * MEMBER.SIZE
         k = int(par[row + MEMBER.rate_input])
         rate = par[row + MEMBER.rate] if k < 0 else sig[ins[k]]
@@ -155,7 +156,7 @@ def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
             leader, best = m, weight
     rate = num / den if den > 0.0 else st[ST.rate]
     for m in range(members):
-        times, phases, loop, length, cycles = member_markers(par, m)
+        times, phases, loop, length, period, cycles = member_markers(par, m)
         t, dtdu, _ = time_at(times, phases, loop, length, cycles, phase + offsets[m])
         at = outs[OUT.SIZE + m]
         sig[at], sig[at + 1] = t, rate * dtdu
@@ -212,15 +213,16 @@ class SyncGroup(Node):
         tables, rows = [], []
         at = HEAD.SIZE + len(self.members) * MEMBER.SIZE + self.vertices + len(self.edges) * EDGE.SIZE
         for m in self.members:
-            r = ctx.clip(self, "members", m.clip)
+            r = ctx.clip(self, "members", m.clip, m.variant)
             length = (r.frames if m.loop else r.frames - 1) * r.dt
             tracks = clip_tracks(ctx.skeleton, r.clip, m.loop)
             try:
-                times, phases, cycles = markers(tracks.instants.get("left_plant", ()),
-                                                tracks.instants.get("right_plant", ()), length, m.loop)
+                times, phases, cycles, period = markers(tracks.instants.get("left_plant", ()),
+                                                    tracks.instants.get("right_plant", ()), length, m.loop)
             except MarkerError as e:
                 raise GraphError(f"clip {m.clip!r} {e}: it cannot sync", node=m.sample, port="sync_group") from None
-            rows.append(MEMBER.pack(markers_at=at, markers=len(times), loop=m.loop, length=length, cycles=cycles,
+            rows.append(MEMBER.pack(markers_at=at, markers=len(times), loop=m.loop, length=length, period=period,
+                                    cycles=cycles,
                                     start=m.start, rate=m.rate, rate_input=m.rate_input, vertex=m.vertex))
             tables += [times, phases]
             at += 2 * len(times)

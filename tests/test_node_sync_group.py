@@ -5,6 +5,7 @@ from the blend weights the test sets itself; velocities against central differen
 """
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import animgraph as ag
 from animgraph.errors import GraphError
 from animgraph.executor import OP_STATE
 from animgraph.nodes.sample import ST as SAMPLE_ST
-from animgraph.phase import MarkerError, markers, phase_at, time_at
+from animgraph.phase import MarkerError, markers, phase_at, time_at, whole_cycles
 from animgraph.tracks import clip_tracks
 from fdcheck import world_velocity_errors
 
@@ -26,22 +27,34 @@ DT = 1 / 60
 
 
 def test_markers_by_hand_loop_and_clamped():
-    times, phases, cycles = markers([0.1], [0.6], 1.0, loop=True)
-    assert times.tolist() == [0.1, 0.6, 1.1] and phases.tolist() == [0.0, 0.5, 1.0] and cycles == 1.0
-    times, phases, cycles = markers([0.7], [0.2], 1.0, loop=False)  # starts on the right foot
-    assert times.tolist() == [0.2, 0.7] and phases.tolist() == [0.5, 1.0] and cycles == 0.0
+    # One plant of each foot: no whole cycle, the loop wraps through the clip's end (period 1 s).
+    times, phases, cycles, period = markers([0.1], [0.6], 1.0, loop=True)
+    assert times.tolist() == [0.1, 0.6, 1.1] and phases.tolist() == [0.0, 0.5, 1.0] and (cycles, period) == (1, 1)
+    times, phases, cycles, period = markers([0.7], [0.2], 1.0, loop=False)  # starts on the right foot
+    assert times.tolist() == [0.2, 0.7] and phases.tolist() == [0.5, 1.0] and (cycles, period) == (0.0, 1.0)
     # A foot planting twice in a row: a whole cycle (the other foot's step missing).
     assert markers([0.1, 0.5], [0.9], 2.0, loop=False)[1].tolist() == [0.0, 1.0, 1.5]
 
 
-def test_a_loops_last_plant_of_the_first_foot_just_before_the_wrap_is_the_same_stance():
-    # L .1, R .5, L .9, R 1.3, L again at 1.95 (0.15 s before .1 comes round at 2.1): dropped, the wrap R -> L.
-    times, phases, cycles = markers([0.1, 0.9, 1.95], [0.5, 1.3], 2.0, loop=True)
-    assert times.tolist() == [0.1, 0.5, 0.9, 1.3, 2.1] and cycles == 2.0
-    # Half a step or more before it: a step the loop skips, a whole cycle.
-    times, phases, cycles = markers([0.1, 0.9, 1.6], [0.5, 1.3], 2.0, loop=True)
-    assert times.tolist() == [0.1, 0.5, 0.9, 1.3, 1.6, 2.1] and phases.tolist() == [0, 0.5, 1, 1.5, 2, 3]
-    assert cycles == 3.0
+def test_whole_cycles_run_from_the_first_plant_to_the_same_foots_last():
+    # L .1, R .5, L .9, R 1.3, L 1.7 in a 2 s clip: two cycles from .1 to 1.7 (the clip's end, mid-step, unused).
+    assert whole_cycles([0.1, 0.9, 1.7], [0.5, 1.3]) == (0.1, 1.7)
+    assert whole_cycles([0.5, 1.3], [0.1, 0.9, 1.6]) == (0.1, 1.6)  # starting on the right foot
+    assert whole_cycles([0.1], [0.6]) is None  # under one cycle
+    # Cut there, the loop's wrap goes plant to plant: the last plant is the other foot's.
+    times, phases, cycles, period = markers([0.0, 0.8], [0.4, 1.2], 1.6, loop=True)
+    assert times.tolist() == [0.0, 0.4, 0.8, 1.2, 1.6] and phases.tolist() == [0, 0.5, 1, 1.5, 2] and cycles == 2
+
+
+def test_a_cut_keeps_the_instants_inside_and_joins_the_seams_stance():
+    from animgraph.tracks import Tracks
+
+    tracks = Tracks(3.0, True, {"left_plant": np.array([0.5, 1.5, 2.5])},
+                    {"left_contact": np.array([[0.3, 0.7], [1.3, 1.7], [2.3, 2.7]])})
+    cut = tracks.cut(0.5, 2.5)
+    assert cut.length == 2.0 and cut.loop
+    assert cut.instants["left_plant"].tolist() == [0.0, 1.0]
+    assert np.allclose(cut.ranges["left_contact"], [[0.8, 1.2], [1.8, 0.2]])  # the seam's stance wraps
 
 
 def test_a_clip_without_a_plant_of_each_foot_has_no_phase():
@@ -50,12 +63,12 @@ def test_a_clip_without_a_plant_of_each_foot_has_no_phase():
 
 
 def test_phase_and_time_by_hand():
-    times, phases, cycles = markers([0.1], [0.6], 1.0, loop=True)
-    assert phase_at(times, phases, True, 1.0, 0.35) == pytest.approx((0.25, 1.0))
-    assert phase_at(times, phases, True, 1.0, 0.05)[0] == pytest.approx(0.95)  # the wrap segment: 0.6 .. 1.1
+    times, phases, cycles, period = markers([0.1], [0.6], 1.0, loop=True)
+    assert phase_at(times, phases, True, period, 0.35) == pytest.approx((0.25, 1.0))
+    assert phase_at(times, phases, True, period, 0.05)[0] == pytest.approx(0.95)  # the wrap segment: 0.6 .. 1.1
     t, dtdu, slope = time_at(times, phases, True, 1.0, cycles, 3.25)  # any whole cycles on
     assert (t, dtdu, slope) == pytest.approx((0.35, 1.0, 1.0))
-    times, phases, _ = markers([0.5], [1.0], 1.5, loop=False)  # 1 cycle/s, extrapolated before 0.5
+    times, phases, _, period = markers([0.5], [1.0], 1.5, loop=False)  # 1 cycle/s, extrapolated before 0.5
     assert phase_at(times, phases, False, 1.5, 0.0)[0] == pytest.approx(-0.5)
     assert time_at(times, phases, False, 1.5, 0.0, -2.0)[:2] == (0.0, 0.0)  # clamped: the time stands still
     assert time_at(times, phases, False, 1.5, 0.0, 9.0)[:2] == (1.5, 0.0)
@@ -68,9 +81,9 @@ def test_time_then_phase_is_the_identity(steps, first, u, loop):
     plants = first + np.cumsum([0.0, *steps])
     length = float(plants[-1] + 0.3)
     left, right = plants[0::2], plants[1::2]
-    times, phases, cycles = markers(left, right, length, loop)
+    times, phases, cycles, period = markers(left, right, length, loop)
     t, dtdu, _ = time_at(times, phases, loop, length, cycles, u)
-    back, slope = phase_at(times, phases, loop, length, t)
+    back, slope = phase_at(times, phases, loop, period, t)
     if loop:
         assert 0.0 <= t < length
         assert abs((back - u + 0.5) % 1.0 - 0.5) < 1e-9  # the same phase, whole cycles apart
@@ -103,13 +116,29 @@ def blend_graph(sync=True, a="walk", b="jog", start_b=0.0, rate_b=None, **sample
     })
 
 
-def clip_markers(plan, sample_id):
+class Markers(NamedTuple):
+    times: np.ndarray
+    phases: np.ndarray
+    cycles: float
+    period: float
+    length: float
+    loop: bool
+
+    def phase(self, t):
+        """(phase, its rate per clip second) at clip time t."""
+        return phase_at(self.times, self.phases, self.loop, self.period, t)
+
+
+def clip_markers(plan, sample_id, group="__sync_gait"):
+    """A member's markers, from its clip's tracks and how the graph file plays it (the plan drives it clamped)."""
+    members = plan.nodes[group].members if group in plan.nodes else ()
+    loop = next((m.loop for m in members if m.sample == sample_id), plan.nodes[sample_id].loop)
     node = plan.nodes[sample_id]
-    r = plan.clips[node.clip]
-    length = (r.frames if node.loop else r.frames - 1) * r.dt
-    tracks = clip_tracks(plan.skeleton, r.clip, node.loop)
-    return (*markers(tracks.instants["left_plant"], tracks.instants["right_plant"], length, node.loop), length,
-            node.loop)
+    variant = node.clip_variants()[0][1] if node.clip_variants() else ""
+    r = plan.clips[(node.clip, variant) if variant else node.clip]
+    length = (r.frames if loop else r.frames - 1) * r.dt
+    tracks = clip_tracks(plan.skeleton, r.clip, loop)
+    return Markers(*markers(tracks.instants["left_plant"], tracks.instants["right_plant"], length, loop), length, loop)
 
 
 def read(inst, plan, node, port, n=2):
@@ -132,9 +161,8 @@ def test_members_keep_the_groups_phase_and_the_rate_is_the_weight_blend():
         phase, phase_rate = read(inst, plan, "__sync_gait", "phase")[0]
         num = den = 0.0
         for s, w in (("a", 1 - alpha), ("b", alpha)):
-            times, phases, cycles, length, loop = mk[s]
             t, t_rate = read(inst, plan, "__sync_gait", f"{s}_time")[0]
-            u, slope = phase_at(times, phases, loop, length, t)
+            u, slope = mk[s].phase(t)
             assert abs(wrapped(u - phase)) < 1e-6, (f, s)  # each member at the group's phase
             assert t_rate == pytest.approx(phase_rate / slope, rel=1e-9)
             num, den = num + w * rates[s] * slope, den + w
@@ -152,8 +180,7 @@ def test_a_leader_change_changes_the_rate_only_as_much_as_the_weights_do():
         inst.step(DT, {"alpha": alpha})
         rate = read(inst, plan, "__sync_gait", "phase")[0, 1]
         leader = read(inst, plan, "__sync_gait", "leader", 1)[0, 0]
-        slopes = tuple(phase_at(*[mk[s][i] for i in (0, 1, 4, 3)], read(inst, plan, "__sync_gait", f"{s}_time")[0, 0])[1]
-                       for s in ("a", "b"))
+        slopes = tuple(mk[s].phase(read(inst, plan, "__sync_gait", f"{s}_time")[0, 0])[1] for s in ("a", "b"))
         if last is not None and slopes == last[3]:  # the same segments: only the weights moved
             d_rate_dw = abs(slopes[1] - slopes[0])  # rates 1: d/dalpha of (1 - alpha) u_a' + alpha u_b'
             assert abs(rate - last[1]) <= d_rate_dw * abs(alpha - last[0]) + 1e-6, f
@@ -175,11 +202,11 @@ def test_clips_starting_on_opposite_feet_line_up_by_marker():
     g["nodes"][1]["clip"] = "walk_r"
     plan = ag.compile(ag.Graph.from_dict(g), batch=1)
     inst = plan.instance()
-    times, phases, cycles, length, loop = clip_markers(plan, "a")
+    walk = clip_markers(plan, "a")
     for f in range(200):
         inst.step(DT, {"alpha": 0.5})
         ta, tb = (read(inst, plan, "__sync_gait", f"{s}_time")[0, 0] for s in ("a", "b"))
-        ua, ub = (phase_at(times, phases, loop, length, t)[0] for t in (ta, tb))  # both on walk's own markers
+        ua, ub = (walk.phase(t)[0] for t in (ta, tb))  # both on walk's own markers
         assert abs(abs(wrapped(ub - ua)) - 0.5) < 1e-6, f
 
 
@@ -195,8 +222,7 @@ def test_without_the_group_phases_drift_apart():
                 ta, tb = (read(inst, plan, "__sync_gait", f"{s}_time")[0, 0] for s in ("a", "b"))
             else:
                 ta, tb = (inst.st[0, plan.ops[plan.op(s)][OP_STATE] + SAMPLE_ST.clock] for s in ("a", "b"))
-            ua = phase_at(*[mk["a"][i] for i in (0, 1, 4, 3)], ta)[0]
-            ub = phase_at(*[mk["b"][i] for i in (0, 1, 4, 3)], tb)[0]
+            ua, ub = mk["a"].phase(ta)[0], mk["b"].phase(tb)[0]
             worst = max(worst, abs(wrapped(ua - ub)))
         assert (worst > 0.2) == drift, (sync, worst)
 
@@ -207,10 +233,11 @@ def test_whole_graph_velocities_match_central_differences_while_the_weight_ramps
     parents = plan.skeleton.parents
     keys = {s: plan.clips[plan.nodes[s].clip].dt for s in ("a", "b")}
     mk = {s: clip_markers(plan, s) for s in ("a", "b")}
-    state, h = {"alpha": 0.1}, 1e-3
+    state, h = {"alpha": 0.1, "dt": 0.0}, 1e-3
 
     def step(dt):
         state["alpha"] = min(state["alpha"] + 0.3 * dt, 1.0)  # a ramp at 0.3/s, with its rate
+        state["dt"] = dt
         return inst.step(dt, {"alpha": (state["alpha"], 0.3)})["out"]
 
     def clean():
@@ -218,11 +245,12 @@ def test_whole_graph_velocities_match_central_differences_while_the_weight_ramps
         acceleration step at each key (mocap noise), and a marker is a kink of the time's rate."""
         for s in ("a", "b"):
             t, rate = read(inst, plan, "__sync_gait", f"{s}_time")[0]
-            lo, hi = t, t + 6 * h * rate
+            lo = t + state["dt"] * rate  # the next frame's time: the clock moved on after the last frame
+            hi = lo + 6 * h * rate
             if math.floor(lo / keys[s]) != math.floor(hi / keys[s]):
                 return False
-            times = mk[s][0]
-            if np.any((times > lo) & (times < hi)) or np.any((times - mk[s][3] > lo) & (times - mk[s][3] < hi)):
+            times = mk[s].times
+            if np.any((times > lo) & (times < hi)) or np.any((times - mk[s].period > lo) & (times - mk[s].period < hi)):
                 return False
         return True
 
@@ -330,3 +358,13 @@ def test_a_file_cannot_hold_a_groups_node():
     with pytest.raises(GraphError, match="made by the check") as e:
         ag.compile(ag.Graph.from_dict(g), batch=1)
     assert e.value.node == "clock"
+
+
+def test_the_compiled_group_equals_python_dispatch():
+    plan = ag.compile(blend_graph(a="walk", b="run"), batch=3)
+    compiled, python = plan.instance(parallel=False), plan.instance(python=True)
+    for f in range(40):
+        alpha = np.array([0.2, 0.5, 0.9]) + 0.1 * np.sin(0.2 * f)
+        a, b = compiled.step(DT, {"alpha": alpha})["out"], python.step(DT, {"alpha": alpha})["out"]
+        np.testing.assert_allclose(a.pos, b.pos, atol=1e-6)
+    np.testing.assert_allclose(compiled.st, python.st, atol=1e-9)
