@@ -29,7 +29,8 @@ def random_inputs(plan, rng):
         node = plan.nodes[nid]
         if kind in ("scalar", "vec3"):
             low, high = node.bounds()
-            low, high = max(low, -1.0), min(high, 1.0)
+            if max(low, -1.0) <= min(high, 1.0):  # near 0 where the range allows (a speed from 1.65 m/s does not)
+                low, high = max(low, -1.0), min(high, 1.0)
             out[nid] = rng.uniform(low, high, size=(plan.batch,) if kind == "scalar" else (plan.batch, 3))
         elif kind == "bool":
             out[nid] = rng.integers(0, 2, size=plan.batch).astype(float)

@@ -22,7 +22,8 @@ ENTRIES = [{"name": "walk", "at": 1.0}, {"name": "jog", "at": 2.5}, {"name": "ru
 
 
 def space_graph(entries=ENTRIES, motion=True, **fields):
-    """One sample per entry (its clip by the entry's name, root-relative), an input ``speed``, the space to out."""
+    """One sample per entry (its clip by the entry's name, root-relative), an input ``speed``, the space to out; sync
+    off (the space's own maths: tests/test_graph_blend_space.py runs it synced)."""
     nodes, links = [], [["speed.value", "bs.parameter"], ["bs.pose", "out.pose"], ["bs.motion", "motion.value"]]
     for e in entries:
         nodes.append({"id": f"s_{e['name']}", "type": "sample", "clip": e["name"], "root_motion": motion})
@@ -32,7 +33,7 @@ def space_graph(entries=ENTRIES, motion=True, **fields):
         nodes.append({"id": f"w_{e['name']}", "type": "output", "signal": "scalar"})
         links.append([f"bs.{e['name']}_weight", f"w_{e['name']}.value"])
     nodes += [{"id": "speed", "type": "input", "signal": "scalar", "default": 1.0},
-              {"id": "bs", "type": "blend_space_1d", "entries": entries, **fields},
+              {"id": "bs", "type": "blend_space_1d", "entries": entries, "sync_group": None, **fields},
               {"id": "out", "type": "output"}, {"id": "motion", "type": "output", "signal": "motion"}]
     return ag.Graph.from_dict({"format": "animgraph.graph", "version": 1, "assets": CLIPS, "nodes": nodes,
                                "links": links})

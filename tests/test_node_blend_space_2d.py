@@ -42,7 +42,7 @@ def space_graph(entries=ENTRIES, clips=None, **fields):
         nodes.append({"id": f"w_{e['name']}", "type": "output", "signal": "scalar"})
         links.append([f"bs.{e['name']}_weight", f"w_{e['name']}.value"])
     nodes += [{"id": "stick", "type": "input", "signal": "vec3", "default": [0.0, 0.0, 1.0]},
-              {"id": "bs", "type": "blend_space_2d", "entries": entries, **fields},
+              {"id": "bs", "type": "blend_space_2d", "entries": entries, "sync_group": None, **fields},
               {"id": "out", "type": "output"}]
     return ag.Graph.from_dict({"format": "animgraph.graph", "version": 1, "assets": CLIPS, "nodes": nodes,
                                "links": links})
