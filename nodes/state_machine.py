@@ -197,6 +197,25 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
     for s in range(n):
         o = outs[FIXED_OUTS.SIZE + s]
         sig[o], sig[o + 1] = times[s], 1.0 if s == cur else 0.0
+    state_weights(sig, outs, st, n, cur)
+
+
+@njit(cache=True)
+def state_weights(sig, outs, st, n, cur):
+    """Each state's weight in the pose and its rate (``<state>_weight``): 1 for the active state, 0 for the others; a
+    crossfade's smoothstep between its source and the active state while it runs.  An inertialized or dead-blended
+    change shows the new state's motion at once (an offset hides the step): its weight is 1 from the change on."""
+    alpha, alpha_vel, source = 1.0, 0.0, int(st[ST.fade_from])
+    if source >= 0 and st[ST.fade_length] > 0.0:
+        alpha, alpha_vel = smoothstep(st[ST.fade], st[ST.fade_length])
+    for s in range(n):
+        o = outs[FIXED_OUTS.SIZE + n + s]
+        if s == cur:
+            sig[o], sig[o + 1] = alpha, alpha_vel
+        elif s == source and alpha < 1.0:
+            sig[o], sig[o + 1] = 1.0 - alpha, -alpha_vel
+        else:
+            sig[o], sig[o + 1] = 0.0, 0.0
 
 
 @njit(cache=True, inline="always")
@@ -381,7 +400,8 @@ class StateMachine(Node):
         if isinstance(new.get("transitions"), list):
             new["transitions"] = [t | {k: names.get(t[k], t[k]) for k in ("from", "to") if k in t}
                                   if isinstance(t, dict) else t for t in new["transitions"]]
-        ports = dict(names) | {f"{a}{end}": f"{b}{end}" for a, b in names.items() for end in ("_time", "_motion")}
+        ports = dict(names) | {f"{a}{end}": f"{b}{end}" for a, b in names.items()
+                               for end in ("_time", "_motion", "_weight")}
         return new, ports
 
     def conditions(self):
@@ -408,7 +428,9 @@ class StateMachine(Node):
                 Port("time_in_state", "scalar", "", "seconds since the active state was entered (rate 1)"),
                 Port("changed", "bool", "", "1 on a frame the state changes"),
                 *(Port(f"{s.name}_time", "scalar", "", f"seconds since {s.name!r} was entered (rate 1 while active)")
-                  for s in self.states))
+                  for s in self.states),
+                *(Port(f"{s.name}_weight", "scalar", "", f"weight of {s.name!r} in the pose and its rate (1/s): 1 while "
+                       "active, a crossfade's smoothstep while one runs") for s in self.states))
 
     def transition_rows(self):
         """The transitions in the order tried (priority, then file order) as (declaration index, ROW values)."""
@@ -444,12 +466,12 @@ class StateMachine(Node):
     def early_ports(self):
         """The conditions and travel are read, and the state and its times written, before the states' nodes run."""
         return ((*(name for name, _ in self.conditions()), "travel"),
-                ("state", "time_in_state", "changed", *(f"{s.name}_time" for s in self.states)))
+                ("state", "time_in_state", "changed", *(f"{s.name}{end}" for end in ("_time", "_weight")
+                                                        for s in self.states)))
 
     def input_weights(self):
-        """1 for the active state, 0 for the others (the early ``state`` output): exact for an inertialized or dead
-        blend, which shows the new state's motion at once; a crossfade's fading state counts 0 too."""
-        return {f"{s.name}": Weight("state", between=(i, i)) for i, s in enumerate(self.states)}
+        """Each state's pose and motion at its ``<state>_weight`` (the early kernel's, ``state_weights``)."""
+        return {f"{s.name}{end}": Weight(f"{s.name}_weight") for s in self.states for end in ("", "_motion")}
 
     def branch_bits(self):
         """Each state's pose and motion inputs are needed only while it is active (bit: its index)."""
