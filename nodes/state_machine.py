@@ -536,8 +536,8 @@ class StateMachinePlayer:
         self.ins[:n] = np.arange(n)
         self.ins[n:n + m] = np.arange(m) * 2
         self.ins[n + m] = 2 * m  # travel; no root motion inputs
-        motion = 2 * m + 5 + 2 * n
-        self.outs = np.asarray([n, motion, 2 * m + 1, 2 * m + 2, 2 * m + 4] + [2 * m + 5 + 2 * s for s in range(n)],
+        motion = 2 * m + 5 + 4 * n  # after the states' times and weights
+        self.outs = np.asarray([n, motion, 2 * m + 1, 2 * m + 2, 2 * m + 4] + [2 * m + 5 + 2 * s for s in range(2 * n)],
                                np.int64)
         self.sig = np.zeros(motion + MOTION)
         self.rows = None  # per batch item, the node's state row

@@ -92,7 +92,7 @@ def test_ports_follow_states_and_conditions():
         ("idle", "pose"), ("walk", "pose"), ("speed", "scalar"), ("stop", "bool"), ("travel", "int"),
         ("idle_motion", "motion"), ("walk_motion", "motion")]
     assert [p.name for p in node.outputs()] == ["pose", "motion", "state", "time_in_state", "changed", "idle_time",
-                                                "walk_time"]
+                                                "walk_time", "idle_weight", "walk_weight"]
     # "from" is written back as "from"
     assert node.model_dump(exclude_defaults=True, mode="json")["transitions"][1]["from"] == "any"
 
@@ -665,3 +665,17 @@ def test_a_machine_reading_its_own_outputs_in_a_condition_is_a_cycle_naming_it()
     with pytest.raises(GraphError) as e:
         ag.compile(graph)
     assert "cycle: sm -> sm" in str(e.value) and "'speed'" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("blend", ["crossfade", "inertialize", "dead_blend"])
+def test_state_weights_are_the_crossfades_smoothstep_or_one_from_the_change(blend):
+    """``<state>_weight``: what a sync group reads (tests/test_node_sync_group.py): walk 1 until the change at frame
+    10; then a crossfade's 1 - alpha and alpha with their rates (the weights the pose above is blended at), an
+    inertialized or dead-blended change the new state's 1 at once; they sum to 1."""
+    inst, dt, go = switching(blend), 1 / 60, 10
+    for f in range(40):
+        inst.step(dt, {"go": float(f == go), "back": 0.0})
+        walk, run = inst.port("sm", "walk_weight"), inst.port("sm", "run_weight")
+        alpha, rate = (0.0, 0.0) if f < go else fade_weight((f - go) * dt, 0.4) if blend == "crossfade" else (1.0, 0.0)
+        assert run == pytest.approx([alpha, rate], abs=1e-12), f
+        assert walk == pytest.approx([1.0 - alpha, -rate], abs=1e-12), f
