@@ -60,9 +60,11 @@ OUTPUTS = (
     Port("active", "bool", "", "1 while the shot plays or blends out"),
     Port("shot_time", "scalar", "", "seconds since the fire (rate 1 while active)"),
     Port("time_left", "scalar", "", "seconds until the shot has blended out (0 idle; 1e9 unlinked while playing)"),
+    Port("weight", "scalar", "", "the shot's weight and its rate (1/s): 1 while it shows inertialized, a "
+         "crossfade's smoothstep, 0 idle"),
 )
 IN, OUT = port_indices("OneShotIn", INPUTS), port_indices("OneShotOut", OUTPUTS)
-EARLY_INS, EARLY_OUTS = ("fire", "abort", "shot_time_left"), ("active", "shot_time")
+EARLY_INS, EARLY_OUTS = ("fire", "abort", "shot_time_left"), ("active", "shot_time", "weight")
 
 IDLE, PLAYING, OUT_ = 0.0, 1.0, 2.0  # phases
 NONE, FIRED, ENDED = 0.0, 1.0, 2.0  # this frame's event
@@ -134,6 +136,7 @@ def one_shot_decide(ins, outs, par, st, pose, sig, db, dt):
     st[ST.live], st[ST.entered] = 1.0 if needed else 0.0, 1.0 if event == FIRED else 0.0
     sig[outs[OUT.active]] = 0.0 if phase == IDLE else 1.0
     sig[outs[OUT.shot_time]], sig[outs[OUT.shot_time] + 1] = st[ST.shot_time], 0.0 if phase == IDLE else 1.0
+    sig[outs[OUT.weight]], sig[outs[OUT.weight] + 1] = shot_weight(par, st)
 
 
 @njit(cache=True, inline="always")
@@ -234,9 +237,11 @@ class OneShot(Node):
         return EARLY_INS, EARLY_OUTS
 
     def input_weights(self):
-        """The shot 1 while active (early output), the base 1 while not: an inertialized change shows the new pose's
-        motion at once; a crossfade counts the same."""
-        return {"shot": Weight("active", between=(1, 1)), "base": Weight("active", between=(0, 0))}
+        """The shot at its ``weight`` (early output) times its largest mask weight; the base at 1 - that weight for a
+        whole-body shot, 1 under branches (the joints outside them are the base)."""
+        top = max((b.weight for b in self.branches), default=1.0)
+        base = Weight("weight", -1.0, 1.0) if not self.branches else None
+        return {"shot": Weight("weight", scale=top), **({"base": base} if base else {})}
 
     def branch_bits(self):
         """The shot's pose and motion are needed only while it plays (bit 0)."""
@@ -271,10 +276,11 @@ class OneShotPlayer:
         self.mask = None if mask is None else np.asarray(mask, np.float64)
         if self.mask is not None and not (self.mask.ndim == 1 and np.all((self.mask >= 0) & (self.mask <= 1))):
             raise ValueError("mask must be per-joint weights in [0, 1]")
-        # signals: fire 0, abort 1, time left 2-3, outputs: active 4, shot_time 5-6, time_left 7-8, motion 9-14
+        # signals: fire 0, abort 1, time left 2-3, outputs: active 4, shot_time 5-6, time_left 7-8, weight 9-10,
+        # motion 11-16
         self.ins = np.asarray([0, 1, 0, 1, -1, -1, -1], np.int64)  # slots base 0, shot 1; signals
-        self.outs = np.asarray([2, 9, 4, 5, 7], np.int64)
-        self.sig = np.zeros(9 + MOTION)
+        self.outs = np.asarray([2, 11, 4, 5, 7, 9], np.int64)
+        self.sig = np.zeros(11 + MOTION)
         self.rows = None
 
     @property

@@ -240,3 +240,25 @@ def test_lane_executor_equals_the_per_character_one_with_characters_firing_at_di
             np.testing.assert_allclose(x, y, atol=1e-5, rtol=1e-5)
         phases |= {int(v) for v in np.ravel(a["waving"])}
     assert phases == {0, 1}
+
+
+@pytest.mark.parametrize("blend", ["inertialize", "crossfade"])
+def test_the_weight_output_is_the_shots_weight_and_its_rate(blend):
+    """``weight`` (what sync groups read): 0 idle; after a fire at frame 5, 1 at once inertialized or the smoothstep
+    over blend_in (0.3 s) cross-faded, with its rate; after an abort at frame 40, 0 at once or the smoothstep down."""
+    inst, dt = ag.compile(example(blend), batch=1).instance(), 1 / 60
+    at = inst.plan.located[("wave_shot", "weight")]
+    for f in range(80):
+        inst.step(dt, {"speed": 1.0, "turn": 0.0, "wave": float(f == 5), "stop": float(f == 40)})
+        w, rate = inst.sig[0, at], inst.sig[0, at + 1]
+        if f < 5:
+            want = (0.0, 0.0)
+        elif blend == "inertialize":
+            want = (1.0, 0.0) if f < 40 else (0.0, 0.0)
+        elif f < 40:
+            s = min((f - 5) * dt / 0.3, 1.0)
+            want = (3 * s * s - 2 * s**3, 6 * s * (1 - s) / 0.3)
+        else:
+            s = min((f - 40) * dt / 0.4, 1.0)
+            want = (1.0 - (3 * s * s - 2 * s**3), -6 * s * (1 - s) / 0.4)
+        assert (w, rate) == pytest.approx(want, abs=1e-9), f
