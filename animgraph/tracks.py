@@ -19,11 +19,14 @@ frame rate (at 120 fps a toe's speed stops falling on jitter frames before it se
 lock taken there is dragged), so one rate makes the rule the same for every clip.  Each run
 of contact frames ``a..b`` is the range ``[a dt, b dt]`` (a run on the last frame ends at the
 clip's last key); on a looping clip a run ending on the last frame and one starting on frame
-0 are one range wrapping through the end.  A foot's plant is the middle of its contact, one
-per stance: a foot's contacts with no contact of the other foot starting between them are
-one stance (a foot pivoting in a turn may lift its toe for a moment; it does not step
-twice), planted at the middle of its longest contact, so plants alternate left and right
-whenever the feet do.  Everything that reads contacts (the sample node's ``left_contact``/
+0 are one range wrapping through the end.  A foot's plant is its touch-down, one per stance:
+a foot's contacts with no contact of the other foot starting between them are one stance (a
+foot pivoting in a turn may lift its toe for a moment; it does not step twice), planted where
+its first contact begins (a footstep's sound, and the instant gaits of different stance lengths
+line up at: a walk's toe is down for a third of its cycle, a run's for a sixth, so the middles
+of their contacts sit at different moments of the step), so plants alternate left and right
+whenever the feet do.  A foot already down on the clip's first frame (not by a contact wrapping
+through a loop's end) touched down before the clip began: that stance has no plant.  Everything that reads contacts (the sample node's ``left_contact``/
 ``right_contact`` at the clip's keys, the motion-matching database at its 60 fps frames)
 evaluates these ranges at its own frame times (``contacts_at``), so they agree.
 """
@@ -40,7 +43,7 @@ from .errors import AnimgraphError
 
 TOES = ("left_toe", "right_toe")  # the contact detector's joints (canonical names)
 CONTACTS = ("left_contact", "right_contact")  # derived ranges, left then right
-PLANTS = ("left_plant", "right_plant")  # derived instants: the middle of each stance
+PLANTS = ("left_plant", "right_plant")  # derived instants: the touch-down of each stance
 DERIVED = {"left_contact": "ranges", "right_contact": "ranges", "left_plant": "instants", "right_plant": "instants"}
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 EPS = 1e-9  # s: a frame time this close to a range's end is inside it (rounding of a * dt against k * dt)
@@ -94,7 +97,7 @@ class Tracks:
         from 0: instants inside it; ranges clipped to it, one running through ``end`` and one from ``begin`` (the
         same stance, cut by the loop's seam) joined into one wrapping row."""
         length = float(end - begin)
-        instants = {k: v[(v >= begin) & (v < end)] - begin for k, v in self.instants.items()}
+        instants = {k: v[(v >= begin - EPS) & (v < end - EPS)] - begin for k, v in self.instants.items()}
         ranges = {}
         for name, rows in self.ranges.items():
             kept = []
@@ -193,46 +196,50 @@ def runs(column):
     return list(zip(np.flatnonzero(d == 1).tolist(), (np.flatnonzero(d == -1) - 1).tolist()))
 
 
-def from_contacts(contacts, dt, loop=False, duration=None, period=None):
+def from_contacts(contacts, dt, loop=False, duration=None, period=None, down_at_start=None):
     """Derived Tracks of per-frame contacts (F, 2) bool, left and right, at frame time ``dt`` (s) (module docstring).
 
     ``duration``: the time (s) of the clip's last key, where a contact on the last frame ends (default
-    ``(F - 1) dt``); ``period``: a looping clip's period (default ``F dt``).
+    ``(F - 1) dt``); ``period``: a looping clip's period (default ``F dt``); ``down_at_start``: per foot,
+    whether it was already down on the first frame (default: the first row of ``contacts``).
     """
     contacts = np.asarray(contacts, bool)
     frames = len(contacts)
     duration = (frames - 1) * dt if duration is None else float(duration)
     period = frames * dt if period is None else float(period)
-    feet = []  # per foot: (begin, end) s; on a loop a contact through the end has end >= period
+    if down_at_start is None:
+        down_at_start = contacts[0] if frames else (False, False)
+    early = np.asarray(down_at_start, bool).reshape(2)
+    feet, unknown = [], {}  # per foot: (begin, end) s; on a loop a contact through the end has end >= period
     for side in range(2):
         rs = runs(contacts[:, side])
         spans = [(a * dt, duration if b == frames - 1 else b * dt) for a, b in rs]
         if loop and len(rs) > 1 and rs[0][0] == 0 and rs[-1][1] == frames - 1:
             spans = spans[1:-1] + [(spans[-1][0], period + spans[0][1])]
+        elif spans and frames and early[side]:
+            unknown[side] = spans[0][0]  # down before the clip began: its touch-down is not in the clip
         feet.append(spans)
     ranges = {}
     for name, spans in zip(CONTACTS, feet):
         rows = np.array([(b, e - period if e >= period else e) for b, e in spans], np.float64).reshape(-1, 2)
         ranges[name] = rows[np.argsort(rows[:, 0], kind="stable")]  # a wrapping row sorts by its begin
     instants = {name: [] for name in PLANTS}
-    for side, begin, end in stances(feet):
-        middle = 0.5 * (begin + end)
-        instants[PLANTS[side]].append(middle - period if loop and middle >= period else middle)
+    for side, begin in stances(feet):
+        if unknown.get(side) != begin:
+            instants[PLANTS[side]].append(begin)
     instants = {name: np.unique(np.array(times, np.float64)) for name, times in instants.items()}
     return Tracks(float(period if loop else duration), bool(loop), instants, ranges, tuple(CONTACTS + PLANTS))
 
 
 def stances(feet):
-    """(side, begin, end) of the contact that plants each stance: a foot's contacts in order of begin with none of
-    the other foot's beginning between them are one stance, planted at its longest contact (the first of equals)."""
-    order = sorted((a, side, b) for side, spans in enumerate(feet) for a, b in spans)
+    """(side, touch-down s) of each stance: a foot's contacts in order of begin with none of the other foot's
+    beginning between them are one stance (a pivoting foot lifting its toe does not step twice), touching down where
+    its first contact begins."""
+    order = sorted((a, side) for side, spans in enumerate(feet) for a, _ in spans)
     out = []
-    for a, side, b in order:
-        if out and out[-1][0] == side:
-            if b - a > out[-1][2] - out[-1][1]:
-                out[-1] = (side, a, b)
-        else:
-            out.append((side, a, b))
+    for a, side in order:
+        if not out or out[-1][0] != side:
+            out.append((side, a))
     return out
 
 
@@ -245,12 +252,14 @@ def detection_clip(clip):
 
 def derive(skel, clip, loop=False):
     """Derived Tracks of a clip: ``preprocess.foot_contacts`` on its toes at ``DETECT_FPS``; empty without toes."""
-    from .preprocess import foot_contacts
+    from .preprocess import contact_candidates, settle_starts
 
     if not has_feet(skel):
         return Tracks(float(clip_length(clip, loop)), bool(loop))
     det = detection_clip(clip)
-    return from_contacts(foot_contacts(skel, det, joints=TOES), det.dt, loop, clip.duration, clip.frames * clip.dt)
+    found, speed = contact_candidates(skel, det, joints=TOES)
+    return from_contacts(settle_starts(found, speed), det.dt, loop, clip.duration, clip.frames * clip.dt,
+                         down_at_start=found[0] if len(found) else None)
 
 
 def clip_tracks(skel, clip, loop=False):
