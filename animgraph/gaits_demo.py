@@ -86,11 +86,9 @@ def _find_cycle(skel, pose, arc, dt):
     """Frames (a, b) with b - a >= MIN_CYCLE s where the in-place pose and its motion match best."""
     glob = preprocess.global_positions(skel, Clip(skel, pose.pos, pose.rot, pose.scl, dt)).astype(np.float64)
     glob[..., 2] -= arc[:, None]  # in place: remove the forward progress
-    h = max(1, int(round(0.05 / dt)))
-    frames = len(glob)
-    idx = np.arange(h, frames - h)
-    motion = (glob[idx + h] - glob[idx - h]) / (2 * h * dt)
-    feats = np.concatenate([glob[idx].reshape(len(idx), -1), 0.1 * motion.reshape(len(idx), -1)], axis=1)
+    h = max(1, int(round(preprocess.REPEAT_SPAN / dt)))
+    idx = np.arange(h, len(glob) - h)  # frames with the motion's whole span
+    feats = preprocess.repeat_features(glob, dt)[idx]
     sq = (feats**2).sum(axis=1)
     dist = sq[:, None] + sq[None, :] - 2.0 * feats @ feats.T
     lag = idx[None, :] - idx[:, None]

@@ -11,8 +11,8 @@ The phase here is *unwrapped*: ``u`` grows through the clip, starting at the fir
 marker at ``t0 + L``: half a cycle when the last plant is the other foot's, a whole one when the same
 foot's; so ``C`` cycles per loop, a whole number; its times are taken modulo ``L`` and its phases
 modulo ``C``.  A captured clip rarely ends where it began, so a sync group plays its looping clips
-cut to their whole cycles (``whole_cycles``: first plant to the same foot's last, the sample node's
-``cycles``), where the wrap goes plant to plant.  A clamped clip's phase
+cut to their whole cycles (``whole_cycles``: first plant to the same foot's last, the ends moved to
+where the pose repeats: the sample node's ``cycles``).  A clamped clip's phase
 runs before its first and after its last marker at the nearest segment's rate and stops at the
 clip's ends (time 0 and its duration), where its time stands still.
 

@@ -31,6 +31,8 @@ from .poseops import additive_frames, difference_frames, fk_frames
 
 FORWARD = np.array([0.0, 0.0, 1.0])  # the CMU rest pose faces +Z
 UP = 1  # Y
+REPEAT_SPAN = 0.05  # s each side of a frame over which repeat_features takes a joint's velocity
+REPEAT_MOTION = 0.1  # s: in repeat_features a joint 1 m/s off weighs as one 0.1 m out of place
 
 
 # ---------------------------------------------------------------- smoothing
@@ -246,13 +248,18 @@ def foot_contacts(skel, clip, joints=("left_toe", "right_toe"), speed=0.5, heigh
     seconds removes single-frame flicker, then each contact starts where the toe's speed
     stops falling (``settle_starts``).
     """
+    return settle_starts(*contact_candidates(skel, clip, joints, speed, height, window))
+
+
+def contact_candidates(skel, clip, joints=("left_toe", "right_toe"), speed=0.5, height=0.04, window=0.05):
+    """(contacts (F,C) bool before ``settle_starts``, speeds (F,C) m/s): ``foot_contacts`` up to its last step."""
     idx = [skel.index(j) for j in joints]
     pos = world_positions(skel, clip)[:, idx].astype(np.float64)
     vel = np.gradient(pos, clip.dt, axis=0) if clip.frames > 1 else np.zeros_like(pos)
     norm = np.linalg.norm(vel, axis=-1)
     slow = norm < speed
     low = pos[..., UP] - pos[..., UP].min(axis=0) < height
-    return settle_starts(median_filter_bool(slow & low, _odd_frames(window, clip.dt)), norm)
+    return median_filter_bool(slow & low, _odd_frames(window, clip.dt)), norm
 
 
 # ---------------------------------------------------------------- mirroring
@@ -331,6 +338,35 @@ def seamless(pose):
     seam = difference_frames(pose[0], after)
     seams = Pose(*(np.broadcast_to(x, (frames,) + x.shape).copy() for x in seam.as_tuple()))
     return additive_frames(pose, seams, np.arange(frames) / frames)
+
+
+def repeat_features(glob, dt):
+    """(F, D) features where a motion repeats, of model-space joint positions ``glob`` (F,J,3) m at ``dt`` s: the
+    positions and, times ``REPEAT_MOTION`` s, their velocity over +-``REPEAT_SPAN`` s (one-sided at the ends)."""
+    glob = np.asarray(glob, np.float64)
+    frames = len(glob)
+    h = max(1, int(round(REPEAT_SPAN / dt)))
+    lo, hi = np.maximum(np.arange(frames) - h, 0), np.minimum(np.arange(frames) + h, frames - 1)
+    span = np.maximum(hi - lo, 1)[:, None, None] * dt
+    motion = (glob[hi] - glob[lo]) / span
+    return np.concatenate([glob.reshape(frames, -1), REPEAT_MOTION * motion.reshape(frames, -1)], axis=1)
+
+
+def loop_cut(feats, begin, end, window, allowed=None):
+    """(first, end) frames of the loop ``[first, end)`` near ``[begin, end)`` whose frame ``end`` best repeats ``first``.
+
+    ``feats``: ``repeat_features`` of the clip (F, D); each end moves at most ``window`` frames;
+    ``allowed(first, end)`` may refuse a pair (a gait loop keeps its whole cycles).  A loop cut where
+    the pose and its motion repeat needs the least seam (``seamless``).
+    """
+    frames = len(feats)
+    best, cut = np.inf, (begin, end)
+    for a in range(max(0, begin - window), min(frames - 1, begin + window) + 1):
+        for b in range(max(a + 2, end - window), min(frames - 1, end + window) + 1):
+            cost = float(np.sum((feats[a] - feats[b]) ** 2))
+            if cost < best and (allowed is None or allowed(a, b)):
+                best, cut = cost, (a, b)
+    return cut
 
 
 def root_motion_clip(skel, clip, loop=False):

@@ -5,7 +5,7 @@ A sample joins a group by its ``sync_group`` field, or by feeding an input a nod
 check adds one ``sync_group`` node (``nodes/sync_group.py``, id ``__sync_<group>``) and links its
 ``<sample>_time`` outputs into the members' ``time`` inputs, so the schedule runs it after every
 signal its weights read and before its members.  A member runs as its ``sync_member()["driven"]`` copy:
-a looping sample cut to its whole gait cycles (``cycles``), so that its loop goes plant to plant.
+a looping sample cut to its whole gait cycles (``cycles``), so that its loop wraps where its pose repeats.
 
 A member's *effective weight* is the largest, over paths along pose links from it to a graph output,
 of the product of the weights the nodes on the path give the inputs it enters by

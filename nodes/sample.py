@@ -103,8 +103,9 @@ from animgraph.node import (
 )
 from animgraph.errors import GraphError
 from animgraph.phase import MarkerError, whole_cycles
-from animgraph.preprocess import motion_track, root_motion_clip, seamless
-from animgraph.tracks import TOES, clip_tracks, contacts_at, has_feet
+from animgraph.poseops import fk_frames
+from animgraph.preprocess import loop_cut, motion_track, repeat_features, root_motion_clip, seamless
+from animgraph.tracks import EPS, TOES, clip_tracks, contacts_at, has_feet
 from animgraph.pose import Clip, Pose, number, numbers
 from animgraph.stencil import stencil
 from animgraph.views import alive, borrowed, flat
@@ -113,6 +114,7 @@ ZERO = (0.0, 0.0, 0.0)
 ONE = (1.0, 1.0, 1.0)
 KEY_WIDTH = 16  # key table columns: rot (4), r1 (3), m0 (3), m1 (3), log scl (3)
 ROT, R1, M0, M1, LOG_SCL = 0, 4, 7, 10, 13
+LOOP_CUT_WINDOW = 0.15  # s each end of a gait-cycle loop may move to where the pose repeats (cycle_clip)
 TABLE_SAMPLES_PER_FRAME = 3  # ops.sample builds the key table for at least frames / 3 times (break-even)
 
 INPUTS = (
@@ -615,7 +617,7 @@ class Sample(Node):
     cycles: bool = Field(
         False,
         description="a looping sample plays its clip's whole gait cycles, from its first plant to the last plant of "
-        "that foot (animgraph.phase), the seam spread over them: a sync group plays its looping samples so",
+        "that foot (animgraph.phase), cut where the pose repeats: a sync group plays its looping samples so",
     )
     contacts: bool = Field(
         False,
@@ -686,9 +688,10 @@ class Sample(Node):
 
 def cycle_clip(skel, clip, root_motion):
     """The clip's whole gait cycles as a loop: frames from its first plant to (not including) the last plant of that
-    foot (``phase.whole_cycles`` on its tracks), root-relative with ``root_motion``, the seam's mismatch spread over
-    them (``preprocess.seamless``: a captured clip's steps differ a little); tracks cut alike.  A clip without a
-    plant of each foot or a whole cycle: the plain loop (root-relative and seamless with ``root_motion``)."""
+    foot (``phase.whole_cycles`` on its tracks), each end moved by up to ``LOOP_CUT_WINDOW`` to where the pose and
+    its motion repeat best (``preprocess.loop_cut``, keeping the same plants inside), root-relative with
+    ``root_motion``, the seam's small mismatch spread over them (``preprocess.seamless``); tracks cut alike.  A clip
+    without a plant of each foot or a whole cycle: the plain loop (root-relative and seamless with ``root_motion``)."""
     tracks = clip_tracks(skel, clip, True)
     try:
         span = whole_cycles(tracks.instants.get("left_plant", ()), tracks.instants.get("right_plant", ()))
@@ -699,7 +702,14 @@ def cycle_clip(skel, clip, root_motion):
         out = root_motion_clip(skel, clip, loop=True)[0] if root_motion else copy.copy(clip)
         out.tracks = tracks
         return out
-    f0, f1 = (int(round(t / clip.dt)) for t in span)
+    # The frames at or before the two plants: the loop [f0, f1) holds the first and not the last.
+    f0, f1 = (int(math.floor(t / clip.dt + 1e-6)) for t in span)
+    feet = [np.asarray(tracks.instants.get(n, ()), np.float64) for n in ("left_plant", "right_plant")]
+    inside = lambda a, b: [np.count_nonzero((p >= a * clip.dt - EPS) & (p < b * clip.dt - EPS)) for p in feet]  # noqa: E731
+    whole = inside(f0, f1)
+    rel = base if root_motion else root_motion_clip(skel, clip)[0]
+    feats = repeat_features(fk_frames(Pose(rel.pos, rel.rot, rel.scl), skel.parents).pos, clip.dt)
+    f0, f1 = loop_cut(feats, f0, f1, int(round(LOOP_CUT_WINDOW / clip.dt)), lambda a, b: inside(a, b) == whole)
     part = Pose(base.pos[f0:f1], base.rot[f0:f1], base.scl[f0:f1])
     if root_motion:
         part = seamless(part)

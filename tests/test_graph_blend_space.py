@@ -22,8 +22,10 @@ ENTRIES = {"walk": 1.65, "jog": 2.66, "run": 3.94}  # the clips' mean root speed
 
 
 def unsynced(tmp_path):
-    """The example with its blend space's sync turned off (``sync_group: null``)."""
+    """The example with its blend space's sync turned off (``sync_group: null``), its samples still playing whole
+    gait cycles (``cycles`` in the file), so only the sync differs."""
     data = json.loads(graphs.path("blend_space").read_text())
+    assert all(node.get("cycles") for node in data["nodes"] if node["type"] == "sample")
     for node in data["nodes"]:
         if node["type"] == "blend_space_1d":
             node["sync_group"] = None
@@ -42,15 +44,18 @@ def skate(graph, speed, tmp_path):
 
 
 @pytest.mark.slow(minutes=1)
-def test_sync_keeps_the_feet_from_sliding_between_jog_and_run(tmp_path):
+def test_sync_keeps_the_feet_from_sliding_at_five_speeds(tmp_path):
+    """At each entry's speed its clip alone; halfway between two entries the blend in step skates no more than twice
+    the worse of the two alone, and out of step (the same clips, each its whole cycles, free-running) at least twice
+    as much as in step: the left foot of one clip on the right foot of the other."""
     off = unsynced(tmp_path)
-    alone = {name: skate(graphs.path("blend_space"), at, tmp_path) for name, at in ENTRIES.items() if name != "walk"}
-    middle = (ENTRIES["jog"] + ENTRIES["run"]) / 2
-    synced, free = skate(graphs.path("blend_space"), middle, tmp_path), skate(off, middle, tmp_path)
-    # In step the blend skates no more than twice the worse of its two clips alone; out of step at least twice
-    # as much as in step (the left foot of one clip on the right foot of the other).
-    assert synced <= 2 * max(alone.values()), (synced, alone)
-    assert free >= 2 * synced, (free, synced)
+    alone = {name: skate(graphs.path("blend_space"), at, tmp_path) for name, at in ENTRIES.items()}
+    pairs = [("walk", "jog"), ("jog", "run")]
+    for a, b in pairs:
+        middle = (ENTRIES[a] + ENTRIES[b]) / 2
+        synced, free = skate(graphs.path("blend_space"), middle, tmp_path), skate(off, middle, tmp_path)
+        assert synced <= 2 * max(alone[a], alone[b]), (a, b, synced, alone)
+        assert free >= 2 * synced, (a, b, free, synced)
 
 
 def test_the_graph_runs_across_its_range_with_the_group_in_step():

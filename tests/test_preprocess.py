@@ -194,3 +194,22 @@ def test_mirror_reflects_the_body():
     assert pp.root_stats(m.skeleton, m)["turning"] == pytest.approx(-turn, abs=0.5)
     contacts = pp.foot_contacts(skel, clip)
     np.testing.assert_array_equal(pp.foot_contacts(m.skeleton, m), contacts[:, ::-1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(period=st.integers(20, 60), first=st.integers(0, 30), miss=st.floats(-1, 1), seed=st.integers(0, 10**6))
+def test_loop_cut_finds_where_a_periodic_motion_repeats(period, first, miss, seed):
+    """Joints on closed curves of one period (frames): from a cut off two periods by up to its window (a third of a
+    period, so one period is out of reach), the cut found is two periods long, and only an allowed pair is taken."""
+    rng = np.random.default_rng(seed)
+    window = period // 3
+    miss, first = int(round(miss * window)), first + window + 3  # clear of the first frame's one-sided motion
+    frames = first + 2 * period + 2 * window
+    t = 2 * np.pi * np.arange(frames)[:, None, None] / period
+    amp, ph = rng.uniform(0.1, 1.0, (2, 4, 3)), rng.uniform(0, 2 * np.pi, (2, 4, 3))
+    glob = amp[0] * np.sin(t + ph[0]) + amp[1] * np.sin(2 * t + ph[1])  # (F, 4 joints, 3)
+    feats = pp.repeat_features(glob, 1 / 60)
+    a, b = pp.loop_cut(feats, first, first + 2 * period + miss, window)
+    assert b - a == 2 * period
+    c, d = pp.loop_cut(feats, first, first + 2 * period + miss, window, allowed=lambda x, y: x != a)
+    assert c != a and d - c == 2 * period
