@@ -313,12 +313,15 @@ def _args_run(p):
     p.add_argument("--out", help="write x.bvh (first character's pose) or x.npz (every output)")
     p.add_argument("--pose-output", metavar="NAME",
                    help="the pose output node a .bvh holds (default: the graph's first pose output)")
+    p.add_argument("--events", metavar="FILE.jsonl",
+                   help="write every character's events (footsteps, notifies: animgraph.events), one JSON object a line")
 
 
 def _cmd_run(args):
     from .runner import run_graph_file
 
-    s = run_graph_file(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output)
+    s = run_graph_file(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output,
+                       events_out=args.events)
     line = f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s"
     if s["frames"] > 1:
         per_frame = s["seconds"] / (s["frames"] - 1)
@@ -328,6 +331,8 @@ def _cmd_run(args):
     print("  outputs " + ", ".join(f"{k} ({v})" for k, v in s["outputs"].items()))
     if s["out"]:
         print(f"  wrote {s['out']}")
+    if s["events_out"]:
+        print(f"  wrote {s['events']} events to {s['events_out']}")
     return 0
 
 

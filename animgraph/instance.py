@@ -24,11 +24,13 @@ other kinds have rate 0.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
+from . import events
 from .errors import GraphError
 from .limits import DT_MAX, SIGNAL_MAX, TIME_MAX
 from .executor import OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END
@@ -64,6 +66,12 @@ def _pose_view(arrays, slot, batch):
     for name, a in zip(("pos", "rot", "scl", "vel", "ang", "svl"), arrays):
         setattr(pose, name, a[0, slot] if batch == 1 else a[:, slot])
     return pose
+
+
+class EventList(list):
+    """``Instance.events()``: a list of ``Event`` records with ``lost``, the events per character that found no room."""
+
+    lost: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,6 +142,8 @@ class Instance:
         else:
             self._keep = {}
         self._everyone = np.arange(b)
+        self._steps = 0  # steps taken: the index the next step's events carry
+        self._events = plan.event_capacity > 0
         self._ops = {nid: self._slices(i, nid) for i, nid in enumerate(plan.order)}  # what node hooks act on
         self._inputs = {nid: self.nodes[nid].write_input(self._ops[nid], self._everyone) for nid in plan.inputs}
         # Inputs of pruned nodes are accepted and ignored.
@@ -164,10 +174,32 @@ class Instance:
             self.set_inputs(inputs)
         if self._padded:  # padded lanes follow the last character's inputs (a lane-wide branch then agrees)
             self.chars[self.batch:, :self._n_sig] = self.chars[self.batch - 1, :self._n_sig]
+        if self._events:
+            self.chars[:, events.STEP] = self._steps
         call = self._call(*self._args, float(dt))
         if call is not None:  # the first call compiled or loaded the executor: keep its entry point
             self._call = call
+        self._steps += 1
         return self.outputs
+
+    def events(self):
+        """The events of every step since the last call (``animgraph.events.Event`` records), in time order per
+        character; emptied.  ``.lost`` on the list: per character, the events that found its block full (a
+        GraphWarning says so: raise ``compile(..., events=N)`` or call more often)."""
+        if not self._events:
+            found, lost = [], np.zeros(self.batch, np.int64)
+        else:
+            found, lost = events.read(self.sig, self.plan.order, self.plan.event_names, self.batch)
+            self.chars[self.batch:, events.COUNT] = self.chars[self.batch:, events.LOST] = 0.0  # padded lanes'
+        out = EventList(found)
+        out.lost = lost
+        if lost.any():
+            from .check import GraphWarning
+
+            where = f"{self.plan.file}: " if self.plan.file else ""
+            warnings.warn(f"{where}{int(lost.sum())} events lost: a character's block holds "
+                          f"{self.plan.event_capacity} between two events() calls", GraphWarning, stacklevel=2)
+        return out
 
     def set_inputs(self, inputs):
         """Write input values (and rates) per character: ``{"w": 0.3, "target": (pos, vel)}``.
@@ -340,10 +372,16 @@ class Instance:
             raise GraphError(f"reset time must be finite seconds in [-{TIME_MAX:g}, {TIME_MAX:g}], got {time!r}",
                              file=self.plan.file)
         self._outputs_to_slots()
+        self._stamp()
         for t in np.unique(times):
             state, chosen = self.plan.state(float(t), self.nodes), rows[times == t]
             for (nid, op), (_, s0, s1) in zip(self._ops.items(), self.plan._state_layout):
                 self.nodes[nid].reset(op, chosen, state[s0:s1])  # the node's hook: by default a copy
+
+    def _stamp(self):
+        """Events a hook writes between steps (a range ended by a reset) belong to the next step, at its start."""
+        if self._events:
+            self.chars[:, events.STEP] = self._steps
 
     def _rows(self, characters):
         """Character indices (all when None); GraphError unless whole numbers in [0, batch)."""
@@ -374,5 +412,6 @@ class Instance:
         if not np.all(np.linalg.norm(r, axis=1) > 1e-6):
             raise GraphError("teleport rot_delta must be a non-zero quaternion (w, x, y, z)", file=self.plan.file)
         self._outputs_to_slots()
+        self._stamp()
         for nid, op in self._ops.items():  # the nodes' hooks: the output node moves its placement
             self.nodes[nid].teleport(op, rows, d, r)

@@ -265,6 +265,20 @@ class BuildContext:
 
     skeleton: object
     clips: dict = field(default_factory=dict)  # asset name (or (name, variant)) -> ClipRange
+    order: tuple = ()  # node ids in op order: an event's source is its node's op index
+    names: object = None  # the plan's event names (``animgraph.events.Names``), made on first use
+
+    def event_source(self, node):
+        """The op index events of ``node`` carry as their source (0 outside a plan)."""
+        return self.order.index(node.id) if node.id in self.order else 0
+
+    def event_names(self):
+        """The plan's ``events.Names``: ids of the event names and details its nodes emit."""
+        if self.names is None:
+            from .events import Names
+
+            self.names = Names()
+        return self.names
 
     def joint(self, node, port, joint):
         """Index of ``joint`` in the skeleton, or a GraphError naming node and field."""
@@ -298,6 +312,7 @@ class Node(BaseModel):
     OUTPUTS: ClassVar[tuple] = ()
     DOC: ClassVar[str] = ""
     CLIP_TABLES: ClassVar[tuple] = ()  # ClipTable per-frame tables the kernel reads from db
+    EVENTS: ClassVar[bool] = False  # the kernel may write events (``animgraph.events``): the plan gives them room
     KERNEL: ClassVar[object] = None  # set by ``register``
     TILE_KERNEL: ClassVar[object] = None  # set by ``register(kernel, tile=...)``: the lane-tile kernel, if any
     # Pose output -> pose input whose slot it may take over when nothing reads the input after this op: the

@@ -35,6 +35,8 @@ import numpy as np
 from .assets import load_assets
 from .check import check, has_constant
 from .errors import GraphError
+from .events import DEFAULT_CAPACITY, MAX_EVENTS
+from .events import block as events_block
 from .executor import HEADER_WIDTH, OP_GATE, OP_GATE_END, OP_KIND, OP_WIDTH, kinds
 from .graph import Graph
 from .instance import Instance
@@ -46,8 +48,8 @@ from .pose import Skeleton
 class PlanContext(BuildContext):
     """BuildContext plus the resolved pose space of each port."""
 
-    def __init__(self, skeleton, clips, spaces):
-        super().__init__(skeleton, clips)
+    def __init__(self, skeleton, clips, spaces, order=()):
+        super().__init__(skeleton, clips, tuple(order))
         self.spaces = spaces
 
     def input_space(self, node, port):
@@ -93,6 +95,8 @@ class Plan:
     # What a fresh instance holds per character: every op's initial state row (``ops[i, OP_STATE:OP_STATE_END]``),
     # which a compiled step may copy to reset chosen ops for chosen characters (``Node.RESET`` says when not enough).
     initial_state: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    event_names: object = None  # animgraph.events.Names: what the records' name and detail ids mean
+    event_capacity: int = 0  # records per character in the event block at the start of the signals (0: none)
 
     @property
     def joints(self):
@@ -334,18 +338,23 @@ def _table(ops, io, parents, n_sig, slots, joints, frames):
     return np.ascontiguousarray(np.concatenate([head, ops.ravel(), io, parents]), dtype=np.int64)
 
 
-def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots=True):
+def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots=True, events=DEFAULT_CAPACITY):
     """Check ``graph`` and lay out its tables for ``batch`` characters (no compiling).
 
-    ``reuse_slots=False``: a debug plan, where no two pose outputs share a slot.
+    ``reuse_slots=False``: a debug plan, where no two pose outputs share a slot.  ``events``: the
+    records each character's event block holds between two ``Instance.events()`` calls (0: none).
     """
     checked = _checked(graph, batch, warn)
+    if not (isinstance(events, (int, np.integer)) and not isinstance(events, bool) and 0 <= events <= MAX_EVENTS):
+        raise GraphError(f"events must be a whole number of records in [0, {MAX_EVENTS}], got {events!r}",
+                         file=graph.path)
     order, nodes = checked.order, {nid: checked.nodes[nid] for nid in checked.order}
     skeleton, clips = _clips(graph, checked, assets, skeleton)
     variants = [(name, variant, type(nodes[nid])) for nid in order for name, variant in nodes[nid].clip_variants()]
     db, ranges, tables = _frame_db(skeleton, clips, variants)
-    ctx = PlanContext(skeleton, ranges, checked.spaces)
-    ports = _lay_out_ports(checked, nodes, reuse_slots)
+    ctx = PlanContext(skeleton, ranges, checked.spaces, order)
+    capacity = int(events) if any(type(nodes[nid]).EVENTS for nid in order) else 0
+    ports = _lay_out_ports(checked, nodes, reuse_slots, capacity)
     par_ranges, par, state_ranges, initial_state = _lay_out_params_and_state(order, nodes, ctx, graph.path)
     gate_io, gate_ranges, par = _lay_out_gates(checked, nodes, len(ports.io), par, state_ranges, initial_state)
     ports.io = np.concatenate([ports.io, gate_io])
@@ -384,6 +393,8 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
         reuse_slots=bool(reuse_slots),
         _state_layout=[(nid, a, b) for nid, (a, b) in zip(order, state_ranges)],
         initial_state=initial_state,
+        event_names=ctx.event_names(),
+        event_capacity=capacity,
     )
 
 
@@ -420,8 +431,9 @@ class _Ports:
     constants: dict  # (node id, port) -> (offset, kind)
 
 
-def _lay_out_ports(checked, nodes, reuse_slots):
-    """Pose slots by liveness and signal blocks for every port, op by op (module doc)."""
+def _lay_out_ports(checked, nodes, reuse_slots, capacity=0):
+    """Pose slots by liveness and signal blocks for every port, op by op (module doc); the event block first
+    (``animgraph.events``: ``capacity`` records), where every kernel finds it."""
     order = checked.order
     last_read = {}
     for i, nid in enumerate(order):
@@ -442,6 +454,7 @@ def _lay_out_ports(checked, nodes, reuse_slots):
         n_sig += len(block)
         return n_sig - len(block)
 
+    sig_block(events_block(capacity))  # at offset 0: every kernel finds it there (``animgraph.events``)
     for nid in order:  # an early kernel's outputs are read before its node's own op: laid out first
         if type(nodes[nid]).EARLY_KERNEL is not None:
             for name in nodes[nid].early_ports()[1]:

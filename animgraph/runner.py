@@ -192,12 +192,14 @@ def pick_pose_output(plan, name=None):
     return name
 
 
-def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None):
+def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None,
+                   events_out=None):
     """Evaluate graph file ``path`` for ``frames`` frames of ``dt`` s on ``batch`` characters; write ``out``.
 
     ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0);
-    ``pose_output`` names the output a ``.bvh`` holds (default: the first pose output).
-    Returns a summary dict (frames, batch, dt, seconds, outputs, written file).
+    ``pose_output`` names the output a ``.bvh`` holds (default: the first pose output);
+    ``events_out`` a ``.jsonl`` file for the events of every step (``event_record``).
+    Returns a summary dict (frames, batch, dt, seconds, outputs, written files, events).
     """
     from .runtime import compile as compile_graph
 
@@ -208,6 +210,11 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
     if not (isinstance(dt, float) and math.isfinite(dt) and dt > 0.0):
         raise AnimgraphError(f"--dt must be a finite number of seconds > 0, got {dt!r}")
     out = check_out(out)
+    if events_out is not None:
+        events_out = Path(events_out)
+        if events_out.suffix.lower() != ".jsonl":
+            raise AnimgraphError(f"--events {events_out}: the events file must end in .jsonl")
+        check_writable(events_out, "--events")
     values = dict(parse_input(text) for text in inputs)
 
     with warnings.catch_warnings(record=True) as caught:
@@ -232,9 +239,16 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
         first_only = out.suffix.lower() == ".bvh"
         recorder = Recorder({pose: inst.outputs[pose]} if first_only else inst.outputs, frames, first_only)
     first, start = float("nan"), time.perf_counter()
+    found, lost = [], 0
     with _progress(frames, progress) as bar:
         for f in range(frames):
             outputs = inst.step(dt)
+            if events_out is not None:
+                with warnings.catch_warnings():  # a full block is counted here and said once, below
+                    warnings.simplefilter("ignore", GraphWarning)
+                    got = inst.events()
+                found += [event_record(e, dt) for e in got]
+                lost += int(got.lost.sum())
             if recorder is not None:
                 recorder.record(f, outputs)
             else:
@@ -252,6 +266,11 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
             _write_bvh(out, plan, recorder.arrays, pose, dt)
         else:
             _write_npz(out, plan, recorder.arrays, dt)
+    if events_out is not None:
+        if lost:
+            print(f"animgraph: warning: {file}: {lost} events lost (more than {plan.event_capacity} in one frame "
+                  "for a character)", file=sys.stderr)
+        fileio.atomic_write(events_out, lambda f: f.writelines(json.dumps(r) + "\n" for r in found), mode="w")
     return {
         "graph": str(file),
         "frames": frames,
@@ -261,7 +280,17 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
         "first_frame_seconds": first,
         "outputs": {nid: kind for nid, (kind, _, _) in plan.outputs.items()},
         "out": str(out) if out is not None else None,
+        "events_out": str(events_out) if events_out is not None else None,
+        "events": len(found),
     }
+
+
+def event_record(event, dt):
+    """One line of ``--events``: an ``Event`` as a dict, with ``at`` the time since the run began (s), every step
+    ``dt`` s long."""
+    out = event._asdict()
+    out["at"] = event.step * dt + event.time
+    return out
 
 
 def _check_finite(outputs, frame, file):

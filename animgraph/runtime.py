@@ -9,25 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import GraphError
+from .events import DEFAULT_CAPACITY
 from .graph import Graph
 from .instance import PARALLEL_MIN_BATCH, Instance  # noqa: F401 (public names)
 from .plan import make_plan
 
 
-def compile(graph, batch=1, assets=None, skeleton=None, reuse_slots=True):  # noqa: A001 (the public name)
+def compile(graph, batch=1, assets=None, skeleton=None, reuse_slots=True, events=DEFAULT_CAPACITY):  # noqa: A001
     """Check and plan ``graph`` (a Graph or a path) for ``batch`` characters and load the executor.
 
     ``assets`` maps asset names to in-memory clips (``Clip`` or ``(Skeleton, Clip)``), overriding or
     adding to the graph's; ``skeleton`` gives the skeleton of a graph without clip assets.
     ``reuse_slots=False`` makes a debug plan: every node's output stays readable (``Instance.port``).
-    Raises GraphError naming file, node and port.
+    ``events``: how many events each character keeps between two ``Instance.events()`` calls (0: none;
+    ``animgraph.events``).  Raises GraphError naming file, node and port.
     """
     if isinstance(graph, (str, Path)):
         graph = Graph.load(graph)
     if not isinstance(graph, Graph):
         raise GraphError(f"compile: graph must be a Graph or a path, got {type(graph).__name__}")
     _check_assets(assets, skeleton, graph.path)
-    plan = make_plan(graph, batch, assets=assets, skeleton=skeleton, reuse_slots=reuse_slots)
+    plan = make_plan(graph, batch, assets=assets, skeleton=skeleton, reuse_slots=reuse_slots, events=events)
     from . import executor
 
     plan.executor = executor.load(plan.node_types)

@@ -46,6 +46,14 @@ Sync (``sync_group``, ``animgraph.sync``): samples of one group play in step, pl
 node (``nodes/sync_group.py``) drives their ``time`` inputs, each at the time its own clip's plant markers give
 for the group's phase and that time's rate, so the velocities below stay exact.
 
+Events (``animgraph.events``): the instants and ranges of the played clip's tracks (the derived plants and
+contacts, an asset's own) that the node's clock passes in a step go to the caller (``Instance.events``): on the
+own clock its advance from the time this frame shows by ``rate * dt`` (a point fires at ``(x - start) / rate`` s
+after a reset, whatever the steps), driven by ``time`` the move from the last step's time to this one's;
+forward or backward, through loops, every lap of a long step.  A reset or teleport ends the ranges open
+(detail ``reset``, ``teleport``); after a teleport they reopen.  Weight 1: the effective weight (``animgraph.sync``)
+and a group's leader are not applied yet.
+
 Time left (``time_left``, always output): the seconds until the clip's end at the current playback
 rate (its start when the rate is negative), ``R / |rate|`` with ``R`` the clip seconds still to
 play from the sampled time; ``TIME_LEFT_NEVER`` with rate 0 for a looping clip, a rate of 0, or
@@ -102,6 +110,7 @@ from animgraph.node import (
     slot,
 )
 from animgraph.errors import GraphError
+from animgraph.events import A_BEGIN, CAP, END, P_NAME, P_ROW, P_WHAT, POINT, clock_events, emit, points, reason_id
 from animgraph.phase import MarkerError, whole_cycles
 from animgraph.poseops import fk_frames
 from animgraph.preprocess import loop_cut, motion_track, repeat_features, root_motion_clip, seamless
@@ -134,8 +143,12 @@ OUTPUTS = (
 IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # The clip's frames in the graph's frame array, its frame time (s), and the flags of the fields (the rate is a
 # signal: the planner feeds an unlinked rate port its field).
-PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1)
-ST = fields("SampleSt", clock=1)  # the own clock (s)
+# Then its events' source (its op index) and the number of points of its clip's tracks, which follow
+# (``animgraph.events.points``: POINT numbers each).
+PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1, source=1, points=1)
+# The own clock (s); for events the time input's last time (s), whether the clock is fresh (after a reset)
+# or its ranges reopen (after a teleport ended them); then one open flag per range of the clip's tracks.
+ST = fields("SampleSt", clock=1, last=1, fresh=1, reopen=1)
 TIME_LEFT_NEVER = 1e9  # s: the time left of a clip that never ends (looping, or at rate 0)
 
 
@@ -548,8 +561,30 @@ def sample_signals(ins, outs, par, st, sig, db, t, rate, dt):
     if par[PAR.contacts] > 0.5:
         c = OUT.motion + 1 if root_motion else OUT.motion  # the contact ports follow the optional motion port
         put_contacts(sig, outs[c], outs[c + 1], db, start, frames, key_dt, t, loop)
+    sample_events(ins, par, st, sig, t, rate, dt)
     if ins[IN.time] < 0:
         st[ST.clock] = advance(t, rate * dt, frames, key_dt, loop)
+
+
+@njit(cache=True)
+def sample_events(ins, par, st, sig, t, rate, dt):
+    """This step's events of the clip's tracks (``animgraph.events.clock_events``): the crossings of the own clock's
+    advance from ``t`` by ``rate * dt``, or of the time input's move from its last time to ``t`` (s)."""
+    n = int(par[PAR.points])
+    if n == 0 or sig[CAP] == 0.0:
+        return
+    frames, key_dt, loop = int(par[PAR.frames]), par[PAR.key_dt], par[PAR.loop] > 0.5
+    fresh, reopen = st[ST.fresh] > 0.5, st[ST.reopen] > 0.5
+    if ins[IN.time] >= 0:
+        a, b = (t if fresh else st[ST.last]), t
+        st[ST.last] = t
+    else:
+        a, b = t, t + rate * dt
+    length = frames * key_dt if loop else (frames - 1) * key_dt
+    pts = par[PAR.SIZE:PAR.SIZE + POINT * n].reshape((n, POINT))
+    clock_events(sig, par[PAR.source], pts, st[ST.SIZE:], a, b, loop, length, fresh, reopen, dt, 1.0)
+    st[ST.fresh] = 0.0
+    st[ST.reopen] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -626,7 +661,9 @@ class Sample(Node):
     )
 
     CATEGORY = "sources"
-    RESET = "a reset to time t sets the clock to t: the initial row is a reset to 0 s"
+    EVENTS = True
+    RESET = ("a reset to time t sets the clock to t: the initial row is a reset to 0 s; its hook first ends the open "
+             "ranges (events)")
     FIELD_KINDS = {"clip": "clip", "mode": "enum", "sync_group": "name"}
     INPUTS = INPUTS
     MOTION: ClassVar[Port] = OUTPUTS[OUT.motion]
@@ -678,12 +715,47 @@ class Sample(Node):
         if self.contacts and not has_feet(ctx.skeleton):
             raise GraphError(f"contacts need the skeleton's toes {' and '.join(TOES)} (canonical names)",
                              node=self.id, port="contacts")
-        return PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
-                        root_motion=self.root_motion, contacts=self.contacts)
+        pts, _ = self._points(ctx)
+        head = PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
+                        root_motion=self.root_motion, contacts=self.contacts, source=ctx.event_source(self),
+                        points=len(pts))
+        return np.concatenate([head, pts.reshape(-1)])
 
     def state(self, ctx, time=0.0):
-        """The own clock (s), set so that the first frame after a reset to ``time`` shows ``start + time``."""
-        return ST.pack(clock=self.start + time)
+        """The own clock (s), set so that the first frame after a reset to ``time`` shows ``start + time``; a fresh
+        clock for events, no range open."""
+        _, ranges = self._points(ctx)
+        return np.concatenate([ST.pack(clock=self.start + time, last=0.0, fresh=1.0, reopen=0.0), np.zeros(ranges)])
+
+    def _points(self, ctx):
+        """(points, ranges) of the played clip's tracks (``animgraph.events.points``): none without a clip."""
+        r = ctx.clip(self, "clip", self.clip, self._variant())
+        tracks = getattr(r.clip, "tracks", None)
+        if tracks is None:
+            return np.zeros((0, POINT)), 0
+        return points(tracks, ctx.event_names())
+
+    def reset(self, op, rows, state):
+        """End the ranges open for ``rows`` (detail ``reset``), then the state row at the reset time."""
+        end_ranges(op, rows, "reset")
+        op.st[rows] = state
+
+    def teleport(self, op, rows, pos_delta, rot_delta):
+        """End the ranges open for ``rows`` (detail ``teleport``); those holding the clock reopen on the next step."""
+        end_ranges(op, rows, "teleport")
+        op.st[rows, ST.reopen] = 1.0
+
+
+def end_ranges(op, rows, reason):
+    """Write an ``end`` (detail ``reason``) for each range open for characters ``rows`` and close it (a hook's work)."""
+    n = int(op.par[PAR.points])
+    pts = op.par[PAR.SIZE:PAR.SIZE + POINT * n].reshape(n, POINT)
+    names = {int(p[P_ROW]): p[P_NAME] for p in pts if p[P_WHAT] == A_BEGIN}
+    opened = op.st[:, ST.SIZE:]
+    for c in rows:
+        for row in np.flatnonzero(opened[c] > 0.5):
+            emit(op.sig[c], op.par[PAR.source], names[int(row)], END, 0.0, 1.0, float(reason_id(reason)))
+            opened[c, row] = 0.0
 
 
 def cycle_clip(skel, clip, root_motion):
