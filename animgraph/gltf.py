@@ -48,7 +48,8 @@ _PATHS = ("translation", "rotation", "scale")
 # Required extensions that only touch what load_gltf never reads (meshes, materials, textures, lights).
 _HARMLESS = ("KHR_draco_mesh_compression", "KHR_mesh_quantization", "KHR_lights_punctual", "KHR_materials_",
              "KHR_texture_", "EXT_texture_", "KHR_mesh_variants")
-MAX_FRAMES = 1_000_000  # frames a loaded animation may resample to
+MAX_FRAMES = 1_000_000  # frames a loaded animation may resample to ...
+MAX_SAMPLES = 10_000_000  # ... and frames times joints (about 0.25 GB per float64 track array)
 _F32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -459,7 +460,7 @@ class _Reader:
             full = os.path.join(os.path.dirname(os.path.abspath(self.file)), name)
             try:
                 with open(full, "rb") as f:
-                    data = f.read(length + 1)
+                    data = f.read()
             except OSError as e:
                 raise self.error(f"{where}.uri", f"cannot read {_short(name)}: {e.strerror or e}") from None
         if len(data) < length:
@@ -850,7 +851,7 @@ def load_gltf(path, animation=None):
     start = min(t[0] for t, _, _ in tracks.values())
     stop = max(t[-1] for t, _, _ in tracks.values())
     frames = (stop - start) / dt + 1.0
-    if not frames <= MAX_FRAMES or frames * len(order) > 50 * MAX_FRAMES:
+    if not frames <= MAX_FRAMES or frames * len(order) > MAX_SAMPLES:
         raise r.error(f"animations[{a}]", f"{stop - start:g} s at {1 / dt:g} frames per second is {frames:.0f} frames "
                                           f"for {len(order)} joints (too many)")
     frames = int(round(frames))
