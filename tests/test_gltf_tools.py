@@ -148,7 +148,7 @@ def rotation_angle(q, m):
 def test_three_js_samples_the_files_own_curves_between_keys(exports):
     # three.js's GLTFLoader reads our keys and tangents as the glTF spec's curves (computed here independently).
     _need_node_package("three")
-    worst = 0.0
+    worst = np.zeros(2)
     for (graph, rate, kind), file in exports.items():
         if kind == "gltf":
             continue
@@ -158,9 +158,10 @@ def test_three_js_samples_the_files_own_curves_between_keys(exports):
         mats = gltf_read.world(doc, gltf_read.curves(doc, accessor, times), len(times))
         spec = np.stack([mats[j] for j in doc["skins"][0]["joints"]], axis=1)
         errors = np.abs(pos - spec[..., :3, 3]).max(), rotation_angle(rot, spec).max()
-        assert errors[0] < 1e-5 and errors[1] < 1e-4, (graph, rate, kind, errors)
-        worst = max(worst, errors[0])
-    assert worst > 0.0  # compared something
+        assert errors[0] < 1e-5 and errors[1] < 1e-5, (graph, rate, kind, errors)
+        worst = np.maximum(worst, errors)
+    assert worst[0] > 0.0  # compared something
+    print(f"three.js against the spec's curves of the files: max {worst[0]:.1e} m, {worst[1]:.1e} rad")
 
 
 @pytest.mark.slow(minutes=2)
