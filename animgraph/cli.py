@@ -37,7 +37,8 @@ PROG = "animgraph"
 
 
 def _args_info(p):
-    p.add_argument("file", help="a BVH file, or the name of a bundled clip (" + ", ".join(_bundled()) + ")")
+    p.add_argument("file", help="a BVH or glTF (.glb, .gltf) file, or the name of a bundled clip ("
+                   + ", ".join(_bundled()) + ")")
     p.add_argument(
         "--scale",
         type=float,  # checked with the file named (``load_clip``)
