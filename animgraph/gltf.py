@@ -280,6 +280,10 @@ def gltf_document(skel, clip, *, cubic=True, vel=None, ang=None, svl=None, name=
         nodes.append(node)
     roots = [j for j in range(joints) if skel.parents[j] < 0]
     nodes.append({"name": "body", "mesh": 0, "skin": 0})
+    top = roots[0]
+    if len(roots) > 1:  # a skin's joints need one common root: a plain node above the skeleton's roots
+        top = len(nodes)
+        nodes.append({"name": "skeleton", "children": roots})
 
     times = np.arange(frames, dtype=np.float64) * clip.dt
     time_acc = buf.add(times.astype(np.float32)[:, None], "SCALAR", bounds=True)
@@ -307,9 +311,9 @@ def gltf_document(skel, clip, *, cubic=True, vel=None, ang=None, svl=None, name=
     doc = {
         "asset": {"version": "2.0", "generator": GENERATOR},
         "scene": 0,
-        "scenes": [{"name": name or clip.name or "animgraph", "nodes": roots + [joints]}],
+        "scenes": [{"name": name or clip.name or "animgraph", "nodes": [top, joints]}],
         "nodes": nodes,
-        "skins": [{"joints": list(range(joints)), "inverseBindMatrices": ibm, "skeleton": roots[0]}],
+        "skins": [{"joints": list(range(joints)), "inverseBindMatrices": ibm, "skeleton": top}],
         "meshes": [{"name": "body", "primitives": [primitive]}],
         "animations": [{"name": name or clip.name or "animation", "samplers": samplers, "channels": channels}],
         "accessors": buf.accessors,

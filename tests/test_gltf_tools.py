@@ -117,6 +117,28 @@ def test_validator_reports_no_error_and_no_warning_on_every_shipped_graph(export
 
 
 @pytest.mark.slow(minutes=0.5)
+def test_validator_passes_odd_skeletons(tmp_path):
+    # Two roots (a common root node above them), non-unit scales, one joint and one frame.
+    _need_node_package("gltf-validator")
+    rng = np.random.default_rng(7)
+    skel = ag.Skeleton(["a", "b", "c", "d", "e"], [-1, 0, 1, -1, 3], rng.normal(size=(5, 3)))
+    rot = rng.normal(size=(9, 5, 4))
+    rot /= np.linalg.norm(rot, axis=-1, keepdims=True)
+    clip = ag.Clip(skel, rng.normal(size=(9, 5, 3)), rot, np.exp(rng.normal(scale=0.3, size=(9, 5, 3))), dt=1 / 30)
+    one = ag.Skeleton(["a"], [-1], [[0, 0, 0]])
+    files = [*ag.save_gltf(tmp_path / "roots.glb", skel, clip)[:1], *ag.save_gltf(tmp_path / "linear.glb", skel, clip,
+                                                                              cubic=False),
+             *ag.save_gltf(tmp_path / "one.glb", one, ag.Clip(one, np.zeros((1, 1, 3)), np.tile([1.0, 0, 0, 0],
+                                                                                              (1, 1, 1))))]
+    run = subprocess.run(["node", str(SCRIPTS / "validate.cjs"), str(NODE_MODULES), *map(str, files)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    for line in run.stdout.splitlines():
+        r = json.loads(line)
+        assert (r["errors"], r["warnings"]) == (0, 0), (r["file"], r["messages"][:10])
+
+
+@pytest.mark.slow(minutes=0.5)
 def test_validator_finds_the_error_in_a_cut_file(tmp_path):
     # The validator is alive: a file cut short is an error to it.
     _need_node_package("gltf-validator")
