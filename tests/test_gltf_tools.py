@@ -54,6 +54,24 @@ def _need_blender():
         _missing("blender is not installed")
 
 
+@pytest.fixture
+def validator():
+    """Skips (fails under CI=true) before any export when the validator is missing."""
+    _need_node_package("gltf-validator")
+
+
+@pytest.fixture
+def three():
+    """Skips (fails under CI=true) before any export when three.js is missing."""
+    _need_node_package("three")
+
+
+@pytest.fixture
+def blender():
+    """Skips (fails under CI=true) before any export when Blender is missing."""
+    _need_blender()
+
+
 @functools.lru_cache(maxsize=None)
 def reference(graph, rate=120):
     """(skeleton, global positions (F, J, 3), global rotations (F, J, 4) w-first) of the graph's first pose output,
@@ -103,8 +121,7 @@ def exports(tmp_path_factory):
 
 
 @pytest.mark.slow(minutes=1)
-def test_validator_reports_no_error_and_no_warning_on_every_shipped_graph(exports):
-    _need_node_package("gltf-validator")
+def test_validator_reports_no_error_and_no_warning_on_every_shipped_graph(validator, exports):
     files = [str(f) for f in exports.values()]
     run = subprocess.run(["node", str(SCRIPTS / "validate.cjs"), str(NODE_MODULES), *files], capture_output=True,
                          text=True, timeout=600)
@@ -117,9 +134,8 @@ def test_validator_reports_no_error_and_no_warning_on_every_shipped_graph(export
 
 
 @pytest.mark.slow(minutes=0.5)
-def test_validator_passes_odd_skeletons(tmp_path):
+def test_validator_passes_odd_skeletons(validator, tmp_path):
     # Two roots (a common root node above them), non-unit scales, one joint and one frame.
-    _need_node_package("gltf-validator")
     rng = np.random.default_rng(7)
     skel = ag.Skeleton(["a", "b", "c", "d", "e"], [-1, 0, 1, -1, 3], rng.normal(size=(5, 3)))
     rot = rng.normal(size=(9, 5, 4))
@@ -139,9 +155,8 @@ def test_validator_passes_odd_skeletons(tmp_path):
 
 
 @pytest.mark.slow(minutes=0.5)
-def test_validator_finds_the_error_in_a_cut_file(tmp_path):
+def test_validator_finds_the_error_in_a_cut_file(validator, tmp_path):
     # The validator is alive: a file cut short is an error to it.
-    _need_node_package("gltf-validator")
     skel, clip = ag.data.load("walk")
     whole = ag.save_gltf(tmp_path / "walk.glb", skel, clip)[0].read_bytes()
     (tmp_path / "cut.glb").write_bytes(whole[: len(whole) // 2])
@@ -167,9 +182,8 @@ def rotation_angle(q, m):
 
 
 @pytest.mark.slow(minutes=1.5)
-def test_three_js_samples_the_files_own_curves_between_keys(exports):
+def test_three_js_samples_the_files_own_curves_between_keys(three, exports):
     # three.js's GLTFLoader reads our keys and tangents as the glTF spec's curves (computed here independently).
-    _need_node_package("three")
     worst = np.zeros(2)
     for (graph, rate, kind), file in exports.items():
         if kind == "gltf":
@@ -187,9 +201,8 @@ def test_three_js_samples_the_files_own_curves_between_keys(exports):
 
 
 @pytest.mark.slow(minutes=2)
-def test_three_js_between_keys_against_the_runtime_frames(exports, capsys):
+def test_three_js_between_keys_against_the_runtime_frames(three, exports, capsys):
     # Cubic keys with the exact velocities as tangents against LINEAR at the same keys, at the frames between keys.
-    _need_node_package("three")
     rows = []
     for rate in RATES:
         frames, times = skipped(rate)
@@ -234,8 +247,7 @@ def blender_heads(files):
 
 
 @pytest.mark.slow(minutes=3)
-def test_blender_imports_one_armature_whose_heads_follow_the_joints_at_the_keys(exports, capsys):
-    _need_blender()
+def test_blender_imports_one_armature_whose_heads_follow_the_joints_at_the_keys(blender, exports, capsys):
     files = [exports[g, 120, "cubic"] for g in GRAPHS]
     heads = blender_heads(files)
     rows = []
@@ -256,8 +268,7 @@ def test_blender_imports_one_armature_whose_heads_follow_the_joints_at_the_keys(
 
 
 @pytest.mark.slow(minutes=1)
-def test_a_gltf_blender_wrote_from_a_bundled_bvh_loads_and_plays(tmp_path):
-    _need_blender()
+def test_a_gltf_blender_wrote_from_a_bundled_bvh_loads_and_plays(blender, tmp_path):
     skel, clip = ag.data.load("walk")
     ag.save_bvh(tmp_path / "walk.bvh", skel, clip)
     run = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python",
