@@ -477,3 +477,32 @@ def test_keys_far_apart_in_time_are_refused_not_allocated(tmp_path):
     doc = make_gltf(nodes, [0, 1], [(1, "translation", "LINEAR", [0, 1e-3, 2e-3, 1e6], [[0, 0, 0]] * 4)])
     with pytest.raises(GLTFError, match="too many"):
         ag.load_gltf(write(tmp_path, doc))
+
+
+def test_tangents_without_velocities_are_exact_on_a_steady_turn(tmp_path):
+    # A steady turn (0.5, -1, 2) rad/s and a steady drift (1, 0, -2) m/s: central differences are exact there.
+    omega, drift, dt = np.array([0.5, -1.0, 2.0]), np.array([1.0, 0.0, -2.0]), 1 / 30
+    skel = ag.Skeleton(["a", "b"], [-1, 0], [[0, 0, 0], [0, 1, 0]])
+    t = np.arange(12) * dt
+    turn = np.stack([axis_angle(omega, np.linalg.norm(omega) * x) for x in t])
+    rot = np.stack([turn, np.tile([1.0, 0, 0, 0], (12, 1))], axis=1)
+    pos = np.stack([t[:, None] * drift, np.tile([0, 1.0, 0], (12, 1))], axis=1)
+    ag.save_gltf(tmp_path / "turn.glb", skel, ag.Clip(skel, pos, rot, dt=dt))
+    keys = _keys(tmp_path / "turn.glb")
+    assert np.allclose(keys[0, "translation"][1], drift, atol=1e-5)
+    dq = 0.5 * qmul(np.c_[np.zeros(12), np.tile(omega, (12, 1))], turn)
+    assert np.allclose(keys[0, "rotation"][1], dq[:, [1, 2, 3, 0]], atol=1e-5)
+    assert np.allclose(keys[1, "rotation"][1], 0.0) and np.allclose(keys[0, "scale"][1], 0.0)
+
+
+@pytest.mark.parametrize("axis", [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [0.3, -0.2, 0.9]])
+@pytest.mark.parametrize("turn", [0.0, 1.0, np.pi - 1e-3, np.pi])
+def test_node_matrix_reads_back_as_its_rotation(tmp_path, axis, turn):
+    # Every branch of the matrix-to-quaternion conversion (half turns about each axis included).
+    q = axis_angle(axis, turn)
+    m = gltf_read.matrix(np.array([[0.1, 0.2, 0.3]]), q[None, [1, 2, 3, 0]], np.array([[1.0, 2.0, 0.5]]))[0]
+    nodes = [{"name": "a", "matrix": list(m.T.ravel()), "children": [1]}, {"name": "b"}]
+    doc = make_gltf(nodes, [0, 1], [(1, "translation", "LINEAR", [0, 1], [[0, 1, 0], [0, 2, 0]])])
+    _, clip = ag.load_gltf(write(tmp_path, doc))
+    assert angles(clip.rot[0, 0], q) < 1e-6
+    assert np.allclose(clip.pos[0, 0], [0.1, 0.2, 0.3]) and np.allclose(clip.scl[0, 0], [1.0, 2.0, 0.5])
