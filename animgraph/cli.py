@@ -334,7 +334,8 @@ def _cmd_run(args):
     print(line)
     print("  outputs " + ", ".join(f"{k} ({v})" for k, v in s["outputs"].items()))
     if s["out"]:
-        print(f"  wrote {s['out']}")
+        also = f" and {Path(s['out']).with_suffix('.bin')}" if s["out"].lower().endswith(".gltf") else ""
+        print(f"  wrote {s['out']}{also}")
     return 0
 
 

@@ -154,6 +154,7 @@ def test_cubic_tangents_agree_with_central_differences_of_the_keys(blend_run):
 def test_cli_writes_gltf_with_its_bin_and_linear_on_request(tmp_path, capsys):
     out = tmp_path / "blend.gltf"
     assert main(["run", str(graphs.path("blend")), "--frames", "9", "--out", str(out), "--gltf-linear"]) == 0
+    assert f"wrote {out} and {tmp_path / 'blend.bin'}" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["blend.bin", "blend.gltf"]
     doc = json.loads(out.read_text())
     assert doc["buffers"][0]["uri"] == "blend.bin"
