@@ -323,6 +323,13 @@ def gltf_document(skel, clip, *, cubic=True, vel=None, ang=None, svl=None, name=
     return doc, buf.data()
 
 
+def _path(path):
+    """``path`` as a str; ValueError unless it is a str or path-like."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path must be a file name (str or path-like), got {type(path).__name__}")
+    return os.fspath(path)
+
+
 def _glb(doc, data):
     """The bytes of a binary glTF (.glb): header, JSON chunk (space-padded), BIN chunk (zero-padded)."""
     text = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode("utf-8")
@@ -341,7 +348,7 @@ def save_gltf(path, skel, clip, *, cubic=True, vel=None, ang=None, svl=None):
     output; those not given are central differences of the clip.  ``cubic=False``: LINEAR keys.
     Returns the paths written.
     """
-    path = Path(os.fspath(path))
+    path = Path(_path(path))
     suffix = path.suffix.lower()
     if suffix not in (".glb", ".gltf"):
         raise ValueError(f"{path}: a glTF file name ends in .glb or .gltf")
@@ -842,7 +849,7 @@ def load_gltf(path, animation=None):
     ``animation``: an index or a name; by default the first animation with a channel on the
     skin's joints.  Every problem in the file is one ``GLTFError`` naming the file and the element.
     """
-    file = os.fspath(path)
+    file = _path(path)
     r = _Reader(file, *_parse(file))
     _check_asset(r)
     order, parents, names, rest, above = _skeleton(r)

@@ -507,3 +507,18 @@ def test_node_matrix_reads_back_as_its_rotation(tmp_path, axis, turn):
     _, clip = ag.load_gltf(write(tmp_path, doc))
     assert angles(clip.rot[0, 0], q) < 1e-6
     assert np.allclose(clip.pos[0, 0], [0.1, 0.2, 0.3]) and np.allclose(clip.scl[0, 0], [1.0, 2.0, 0.5])
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: ag.save_gltf(None, *ag.data.load("walk")),
+    lambda t: ag.save_gltf(t / "x.glb", "skeleton", ag.data.load("walk")[1]),
+    lambda t: ag.save_gltf(t / "x.glb", ag.Skeleton(["a"], [-1], [[0, 0, 0]]), ag.data.load("walk")[1]),
+    lambda t: ag.load_gltf(None),
+    lambda t: ag.load_gltf(t / "w.glb", animation=1.5),
+])
+def test_bad_api_arguments_are_value_errors(tmp_path, call):
+    skel, clip = ag.data.load("walk")
+    ag.save_gltf(tmp_path / "w.glb", skel, clip)
+    with pytest.raises(ValueError):
+        call(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.glb"]
