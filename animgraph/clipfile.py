@@ -119,13 +119,17 @@ def _read_gltf(path, units):
 
     file = str(path)
     skel, clip = load_gltf(path)
+
+    def error(message, line=None):
+        return GLTFError(message, file)
+
     if units == "auto":
-        return skel, clip, file, 1.0, "units: 1 file unit = 1 m (glTF is in metres)", lambda m, line=None: GLTFError(m, file)
+        return skel, clip, file, 1.0, "units: 1 file unit = 1 m (glTF is in metres)", error
     units = check_scale(units, file)
     if units != 1.0:
         skel = Skeleton(skel.names, skel.parents, skel.offsets * units)
         clip = Clip(skel, clip.pos * units, clip.rot, clip.scl, clip.dt, name=clip.name)
-    return skel, clip, file, units, f"units: 1 file unit = {units:.6g} m (given)", lambda m, line=None: GLTFError(m, file)
+    return skel, clip, file, units, f"units: 1 file unit = {units:.6g} m (given)", error
 
 
 def read_clip(path, units="auto", first_frame="auto", names="auto", name=None):

@@ -341,7 +341,7 @@ def _glb(doc, data):
 
 
 def save_gltf(path, skel, clip, *, cubic=True, vel=None, ang=None, svl=None):
-    """Write ``clip`` (local, metres, seconds) on ``skel`` as glTF 2.0: ``.glb``, or ``.gltf`` with a ``.bin`` beside it.
+    """Write ``clip`` (local, metres, seconds) on ``skel`` as glTF 2.0: ``.glb``, or ``.gltf`` and a ``.bin`` beside.
 
     ``cubic``: CUBICSPLINE keys whose tangents are the local velocities ``vel`` (m/s), ``ang`` (rad/s,
     left-multiplying) and ``svl`` (1/s, d/dt log scale), each (F, J, 3), e.g. from a graph's pose

@@ -233,8 +233,9 @@ BLENDER_PROBE = SCRIPTS / "blender_probe.py"
 def blender_heads(files):
     """{file: (bone names, heads (K, J, 3) in glTF axes at the keys, key times)} from Blender's glTF importer."""
     out = Path(files[0]).with_suffix(".heads.json")
-    run = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python", str(BLENDER_PROBE), "--", str(out),
-                          *map(str, files)], capture_output=True, text=True, timeout=900)
+    run = subprocess.run(["blender", "-b", "--factory-startup", "--python-exit-code", "1", "--python",
+                          str(BLENDER_PROBE), "--", str(out), *map(str, files)], capture_output=True, text=True,
+                         timeout=900)
     assert run.returncode == 0 and out.is_file(), (run.stdout[-3000:], run.stderr[-3000:])
     data = json.loads(out.read_text())
     result = {}
