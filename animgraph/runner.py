@@ -219,6 +219,9 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
     out = check_out(out)
     if not (isinstance(gltf_every, int) and gltf_every >= 1):
         raise AnimgraphError(f"--gltf-every must be a whole number >= 1, got {gltf_every!r}")
+    if (gltf_linear or gltf_every != 1) and (out is None or out.suffix.lower() not in (".glb", ".gltf")):
+        given = "--gltf-linear" if gltf_linear else f"--gltf-every {gltf_every}"
+        raise AnimgraphError(f"{given} applies to a glTF output: --out x.glb or x.gltf")
     values = dict(parse_input(text) for text in inputs)
 
     with warnings.catch_warnings(record=True) as caught:

@@ -416,6 +416,8 @@ def test_gltf_whose_bin_cannot_be_written_leaves_nothing(tmp_path, capsys):
 @pytest.mark.parametrize("argv, words", [
     (["--gltf-every", "0"], ["--gltf-every", "got 0"]),
     (["--out", "{d}/none/x.glb"], ["none", "no such directory"]),
+    (["--gltf-linear", "--out", "{d}/x.bvh"], ["--gltf-linear", "glTF output"]),
+    (["--gltf-every", "2", "--out", "{d}/x.npz"], ["--gltf-every 2", "glTF output"]),
 ])
 def test_bad_export_options_exit_2_with_one_line(tmp_path, capsys, argv, words):
     argv = [a.replace("{d}", str(tmp_path)) for a in argv]
