@@ -14,3 +14,4 @@ from .graph import Graph  # noqa: E402,F401
 from .runtime import compile  # noqa: E402,F401,A004
 from . import data, names, preprocess  # noqa: E402,F401
 from .bvh import load_bvh, save_bvh  # noqa: E402,F401
+from .gltf import GLTFError, load_gltf, save_gltf  # noqa: E402,F401

@@ -1,6 +1,7 @@
 """A graph's assets: clips (BVH and other clip files, bundled clips) and motion databases, loaded once.
 
-Assets are BVH paths relative to the graph file, ``{"path": ..., options}``, ``"animgraph:NAME"``
+Assets are BVH or glTF (.glb/.gltf, version 2 and later: ``animgraph.gltf.load_gltf``) paths relative to the
+graph file, ``{"path": ..., options}``, ``"animgraph:NAME"``
 for a bundled clip, or ``{"database": ...}`` (a motion database built from clips, or a saved
 one); they must share one skeleton (the same parents).  Version-1 graphs read paths raw
 (times ``scale``); version 2 reads them as ``clipfile.read_clip`` with the asset's ``units``,
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .clipfile import is_gltf
 from .errors import AnimgraphError, GraphError
 from .graph import BUNDLED_PREFIX, AssetSpec, DatabaseSpec
 from .pose import Clip
@@ -101,6 +103,9 @@ def load_asset(graph, name, spec, file):
         full = Path(graph.base_dir) / path
         if not full.is_file():
             raise GraphError(f"asset {name!r}: file not found: {full}", node, port, file)
+        if is_gltf(full):
+            raise GraphError(f"asset {name!r}: a glTF asset ({full.name}) needs graph format version 2 or later "
+                             "(version 1 reads BVH files only)", node, port, file)
         return _read_bvh(str(full.resolve()), float(scale))
     except GraphError:
         raise

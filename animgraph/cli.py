@@ -37,7 +37,8 @@ PROG = "animgraph"
 
 
 def _args_info(p):
-    p.add_argument("file", help="a BVH file, or the name of a bundled clip (" + ", ".join(_bundled()) + ")")
+    p.add_argument("file", help="a BVH or glTF (.glb, .gltf) file, or the name of a bundled clip ("
+                   + ", ".join(_bundled()) + ")")
     p.add_argument(
         "--scale",
         type=float,  # checked with the file named (``load_clip``)
@@ -310,9 +311,14 @@ def _args_run(p):
         help=f"set an input node for every character: a number, true/false or x,y,z, each within "
              f"[-{SIGNAL_MAX:g}, {SIGNAL_MAX:g}] (repeatable)",
     )
-    p.add_argument("--out", help="write x.bvh (first character's pose) or x.npz (every output)")
+    p.add_argument("--out", help="write x.bvh, x.glb or x.gltf (+ x.bin) (first character's pose) or x.npz "
+                                 "(every output)")
     p.add_argument("--pose-output", metavar="NAME",
-                   help="the pose output node a .bvh holds (default: the graph's first pose output)")
+                   help="the pose output node a .bvh or glTF holds (default: the graph's first pose output)")
+    p.add_argument("--gltf-linear", action="store_true",
+                   help="glTF with LINEAR keys (default: CUBICSPLINE, the run's exact velocities as tangents)")
+    p.add_argument("--gltf-every", type=_whole(1), default=1, metavar="N",
+                   help="glTF keys at every N-th frame (default 1: every frame); cubic tangents keep the curve between")
     p.add_argument("--events", metavar="FILE.jsonl",
                    help="write every character's events (footsteps, notifies: animgraph.events), one JSON object a line")
 
@@ -321,7 +327,7 @@ def _cmd_run(args):
     from .runner import run_graph_file
 
     s = run_graph_file(args.graph, args.frames, args.batch, args.dt, args.input, args.out, pose_output=args.pose_output,
-                       events_out=args.events)
+                       gltf_linear=args.gltf_linear, gltf_every=args.gltf_every, events_out=args.events)
     line = f"{s['graph']}: {s['frames']} frames x {s['batch']} characters at dt {s['dt']:g} s"
     if s["frames"] > 1:
         per_frame = s["seconds"] / (s["frames"] - 1)
@@ -330,7 +336,8 @@ def _cmd_run(args):
     print(line)
     print("  outputs " + ", ".join(f"{k} ({v})" for k, v in s["outputs"].items()))
     if s["out"]:
-        print(f"  wrote {s['out']}")
+        also = f" and {Path(s['out']).with_suffix('.bin')}" if s["out"].lower().endswith(".gltf") else ""
+        print(f"  wrote {s['out']}{also}")
     if s["events_out"]:
         print(f"  wrote {s['events']} events to {s['events_out']}")
     return 0
@@ -515,7 +522,7 @@ COMMANDS = [
     ("schema", "print the JSON Schema of graph files", _args_schema, _cmd_schema),
     ("tracks", "every clip asset's tracks (foot contacts, plants, the graph's own) as a table or JSON", _args_tracks,
      _cmd_tracks),
-    ("run", "evaluate a graph for N frames, optionally writing .bvh or .npz", _args_run, _cmd_run),
+    ("run", "evaluate a graph for N frames, optionally writing .bvh, .glb, .gltf or .npz", _args_run, _cmd_run),
     ("demo", "a scripted stick steering the motion-matching locomotion graph: prints what it did, writes a BVH and "
      "a plot", _args_demo,
      _cmd_demo),

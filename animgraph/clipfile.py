@@ -1,4 +1,7 @@
-"""Reading a BVH file the way its data asks: its units, an added T-pose frame 0, the CMU name map.
+"""Reading a BVH (or glTF) file the way its data asks: its units, an added T-pose frame 0, the CMU name map.
+
+A glTF file (.glb or .gltf: ``animgraph.gltf.load_gltf``) is in metres by the glTF spec; frame 0
+and the names are decided as for BVH.
 
 Each decision is a plain function that returns the decision and the rule that made
 it, with the numbers, so ``animgraph info`` prints why and graph assets (format
@@ -25,7 +28,7 @@ import numpy as np
 from .bvh import build_bvh, check_scale, read_bvh
 from .errors import BVHError
 from .names import convention, install_aliases
-from .pose import Clip
+from .pose import Clip, Skeleton
 
 CMU_SCALE = (1.0 / 0.45) * 2.54 / 100.0  # metres per cgspeed CMU unit ((1/0.45) inch)
 
@@ -102,27 +105,62 @@ def detect_tpose(rot):
     return False, f"frame 0 kept: no T-pose ({numbers})"
 
 
+GLTF_SUFFIXES = (".glb", ".gltf")
+
+
+def is_gltf(path):
+    """Whether ``path`` names a glTF file (.glb or .gltf, any case)."""
+    return str(path).lower().endswith(GLTF_SUFFIXES)
+
+
+def _read_gltf(path, units):
+    """(skel, clip, file, units, units rule, error(message)) of a glTF file: metres by the glTF spec unless given."""
+    from .gltf import GLTFError, load_gltf
+
+    file = str(path)
+    skel, clip = load_gltf(path)
+
+    def error(message, line=None):
+        return GLTFError(message, file)
+
+    if units == "auto":
+        return skel, clip, file, 1.0, "units: 1 file unit = 1 m (glTF is in metres)", error
+    units = check_scale(units, file)
+    if units != 1.0:
+        skel = Skeleton(skel.names, skel.parents, skel.offsets * units)
+        clip = Clip(skel, clip.pos * units, clip.rot, clip.scl, clip.dt, name=clip.name)
+    return skel, clip, file, units, f"units: 1 file unit = {units:.6g} m (given)", error
+
+
 def read_clip(path, units="auto", first_frame="auto", names="auto", name=None):
-    """(Skeleton, Clip, notes) of a BVH file in metres, deciding what ``"auto"`` leaves open from the data.
+    """(Skeleton, Clip, notes) of a BVH or glTF (.glb/.gltf) file in metres, deciding what ``"auto"`` leaves open
+    from the data.
 
     ``units``: metres per file unit, or ``"auto"``; ``first_frame``: ``"auto"``, ``"keep"`` or
     ``"drop"``; ``names``: ``"auto"`` (CMU aliases if the names follow a CMU convention), ``"cmu"``
     (required) or ``"none"``.  ``notes``: ``file``, ``units``, ``first_frame_dropped``, ``convention``
     and the rules that decided (``units_rule``, ``first_frame_rule``, ``names_rule``).
     """
-    data = read_bvh(path)
     if first_frame not in FIRST_FRAME:
-        raise BVHError(f"first_frame must be one of {', '.join(FIRST_FRAME)}, got {first_frame!r}", data.file)
+        raise BVHError(f"first_frame must be one of {', '.join(FIRST_FRAME)}, got {first_frame!r}", str(path))
     if names not in NAMES:
-        raise BVHError(f"names must be one of {', '.join(NAMES)}, got {names!r}", data.file)
-    if units == "auto":
-        offsets = [j["offset"] for j in data.joints]
-        ends = {i: j["end"] for i, j in enumerate(data.joints) if j["end"] is not None}
-        units, units_rule = detect_units(rest_size(offsets, [j["parent"] for j in data.joints], ends))
+        raise BVHError(f"names must be one of {', '.join(NAMES)}, got {names!r}", str(path))
+    if is_gltf(path):
+        skel, clip, file, units, units_rule, error = _read_gltf(path, units)
     else:
-        units = check_scale(units, data.file)
-        units_rule = f"units: 1 file unit = {units:.6g} m (given)"
-    skel, clip = build_bvh(data, units)
+        data = read_bvh(path)
+        file = data.file
+        if units == "auto":
+            offsets = [j["offset"] for j in data.joints]
+            ends = {i: j["end"] for i, j in enumerate(data.joints) if j["end"] is not None}
+            units, units_rule = detect_units(rest_size(offsets, [j["parent"] for j in data.joints], ends))
+        else:
+            units = check_scale(units, data.file)
+            units_rule = f"units: 1 file unit = {units:.6g} m (given)"
+        skel, clip = build_bvh(data, units)
+
+        def error(message, line=None):
+            return BVHError(message, data.file, line)
 
     if first_frame == "auto":
         drop, frame_rule = detect_tpose(clip.rot)
@@ -131,14 +169,13 @@ def read_clip(path, units="auto", first_frame="auto", names="auto", name=None):
         frame_rule = f"frame 0 {'dropped' if drop else 'kept'} (given)"
     if drop:
         if clip.frames < 2:
-            raise BVHError("dropping frame 0 (the T-pose) leaves no frames ('Frames: 1')", data.file,
-                           data.frames_line)
+            raise error("dropping frame 0 (the T-pose) leaves no frames (the clip has one frame)",
+                        None if is_gltf(path) else data.frames_line)
         clip = Clip(skel, clip.pos[1:], clip.rot[1:], clip.scl[1:], clip.dt, name=clip.name)
 
     conv = convention(skel.names)
     if names == "cmu" and conv is None:
-        raise BVHError("names: 'cmu' but the joint names follow no CMU convention (see animgraph.names)",
-                       data.file)
+        raise error("names: 'cmu' but the joint names follow no CMU convention (see animgraph.names)")
     if names != "none" and conv is not None:
         install_aliases(skel)
         names_rule = f"names: CMU {conv} names, canonical aliases installed"
@@ -147,7 +184,7 @@ def read_clip(path, units="auto", first_frame="auto", names="auto", name=None):
     if name is not None:
         clip.name = name
     notes = {
-        "file": data.file,
+        "file": file,
         "units": units,
         "units_rule": units_rule,
         "first_frame_dropped": drop,

@@ -5,7 +5,9 @@ This is what ``animgraph run`` and ``animgraph validate`` do, as functions:
 - ``validate(path)`` loads, checks and plans a graph (no compiling) and returns the plan;
 - ``run(path, frames, batch, dt, inputs, out, pose_output)`` evaluates it and writes ``out``:
   ``.bvh`` the first character's local pose sequence of one pose output (``pose_output``,
-  default the first; on the graph's skeleton), ``.npz`` every output of every character and frame.
+  default the first; on the graph's skeleton), ``.glb``/``.gltf`` the same as glTF 2.0 with the
+  run's exact local velocities as cubic tangents (``gltf_linear``: LINEAR keys), ``.npz`` every
+  output of every character and frame.
 
 Every user-input problem is an ``AnimgraphError`` (one line naming file, node and port);
 nothing is written unless the whole run succeeded.
@@ -31,7 +33,8 @@ from .limits import SIGNAL_MAX
 from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
-OUT_SUFFIXES = (".bvh", ".npz")
+OUT_SUFFIXES = (".bvh", ".glb", ".gltf", ".npz")
+POSE_SUFFIXES = (".bvh", ".glb", ".gltf")  # files of the first character's pose
 PROGRESS_DELAY = 0.5  # s: the bar appears only on runs longer than this
 
 
@@ -91,9 +94,12 @@ def check_input_kinds(plan, values):
 
 
 def file_size(plan, frames, out):
-    """Estimated bytes of ``out``: .bvh ~13 characters per channel value, .npz every recorded array uncompressed."""
+    """Estimated bytes of ``out``: .bvh ~13 characters per channel value, glTF 3 float32 keys per channel value
+    (cubic), .npz every recorded array uncompressed."""
     if out.suffix.lower() == ".bvh":
         return frames * plan.joints * 6 * 13
+    if out.suffix.lower() in POSE_SUFFIXES:
+        return frames * plan.joints * 10 * 3 * 4
     return frames * plan.batch * sum(
         plan.joints * (5 * 3 + 4) * 4 if kind == "pose" else SIGNAL_SIZE[kind] * 8 for kind, _, _ in plan.outputs.values())
 
@@ -104,7 +110,7 @@ def memory_needed(plan, frames, out):
     pose_bytes = plan.joints * (5 * 3 + 4) * 4  # float32 pos scl vel ang svl (3) and rot (4) per joint
     per_character = plan.n_slots * pose_bytes + (len(plan.sig_init) + plan.n_state) * 8
     need = plan.batch * per_character
-    if out is not None and out.suffix.lower() == ".bvh":
+    if out is not None and out.suffix.lower() in POSE_SUFFIXES:
         # one character's pose, then float64 channels and ~16-character numbers, a few copies of each, to write it
         need += frames * (pose_bytes + plan.joints * 6 * 72)
     elif out is not None:
@@ -127,7 +133,7 @@ def check_out(out):
         return None
     out = Path(out)
     if out.suffix.lower() not in OUT_SUFFIXES:
-        raise AnimgraphError(f"--out {out}: the output file must end in .bvh or .npz")
+        raise AnimgraphError(f"--out {out}: the output file must end in .bvh, .glb, .gltf or .npz")
     check_writable(out)
     return out
 
@@ -193,12 +199,14 @@ def pick_pose_output(plan, name=None):
 
 
 def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, progress=True, pose_output=None,
-                   events_out=None):
+                   gltf_linear=False, gltf_every=1, events_out=None):
     """Evaluate graph file ``path`` for ``frames`` frames of ``dt`` s on ``batch`` characters; write ``out``.
 
     ``inputs`` are ``'name=value'`` texts (applied to every character before frame 0);
-    ``pose_output`` names the output a ``.bvh`` holds (default: the first pose output);
-    ``events_out`` a ``.jsonl`` file for the events of every step (``event_record``).
+    ``pose_output`` names the output a ``.bvh``, ``.glb`` or ``.gltf`` holds (default: the first pose output);
+    ``gltf_linear`` writes glTF LINEAR keys instead of cubic ones with the velocities as tangents;
+    ``gltf_every`` keeps every n-th frame (0, n, 2n, ...) as a glTF key; ``events_out`` a ``.jsonl`` file for
+    the events of every step (``event_record``).
     Returns a summary dict (frames, batch, dt, seconds, outputs, written files, events).
     """
     from .runtime import compile as compile_graph
@@ -215,6 +223,11 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
         if events_out.suffix.lower() != ".jsonl":
             raise AnimgraphError(f"--events {events_out}: the events file must end in .jsonl")
         check_writable(events_out, "--events")
+    if not (isinstance(gltf_every, int) and gltf_every >= 1):
+        raise AnimgraphError(f"--gltf-every must be a whole number >= 1, got {gltf_every!r}")
+    if (gltf_linear or gltf_every != 1) and (out is None or out.suffix.lower() not in (".glb", ".gltf")):
+        given = "--gltf-linear" if gltf_linear else f"--gltf-every {gltf_every}"
+        raise AnimgraphError(f"{given} applies to a glTF output: --out x.glb or x.gltf")
     values = dict(parse_input(text) for text in inputs)
 
     with warnings.catch_warnings(record=True) as caught:
@@ -229,14 +242,14 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
     if out is not None:
         check_space(out, file_size(plan, frames, out))
     pose = pick_pose_output(plan, pose_output)
-    if out is not None and out.suffix.lower() == ".bvh" and pose is None:
-        raise GraphError("a .bvh output needs a pose output node", file=file)
+    if out is not None and out.suffix.lower() in POSE_SUFFIXES and pose is None:
+        raise GraphError(f"a {out.suffix.lower()} output needs a pose output node", file=file)
     inst = plan.instance()
     inst.set_inputs(values)  # unknown names and bad values fail here, before any frame
 
     recorder = None
     if out is not None:
-        first_only = out.suffix.lower() == ".bvh"
+        first_only = out.suffix.lower() in POSE_SUFFIXES
         recorder = Recorder({pose: inst.outputs[pose]} if first_only else inst.outputs, frames, first_only)
     first, start = float("nan"), time.perf_counter()
     found, lost = [], 0
@@ -264,6 +277,8 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
             raise GraphError(f"output {key} is not finite at frame {f}: nothing written", file=file)
         if out.suffix.lower() == ".bvh":
             _write_bvh(out, plan, recorder.arrays, pose, dt)
+        elif out.suffix.lower() in POSE_SUFFIXES:
+            _write_gltf(out, plan, recorder.arrays, pose, dt, not gltf_linear, gltf_every)
         else:
             _write_npz(out, plan, recorder.arrays, dt)
     if events_out is not None:
@@ -303,12 +318,30 @@ def _check_finite(outputs, frame, file):
 def _write_bvh(out, plan, arrays, nid, dt):
     """The first character's pose sequence as BVH (a global pose output is made local first)."""
     from .bvh import save_bvh
+
+    pose = _local_pose(plan, arrays, nid)
+    save_bvh(out, plan.skeleton, Clip(plan.skeleton, pose.pos, pose.rot, pose.scl, dt=dt))
+
+
+def _local_pose(plan, arrays, nid):
+    """The first character's recorded pose sequence of output ``nid`` as a local Pose (F, J) with its velocities."""
     from .ops import bk
 
     pose = Pose(*(arrays[f"{nid}.{f}"] for f in FIELDS))
     if plan.checked.spaces.get((nid, "pose", "out")) == "global":
         pose = bk(pose, plan.skeleton.parents)
-    save_bvh(out, plan.skeleton, Clip(plan.skeleton, pose.pos, pose.rot, pose.scl, dt=dt))
+    return pose
+
+
+def _write_gltf(out, plan, arrays, nid, dt, cubic, every=1):
+    """The first character's pose sequence as glTF (every ``every``-th frame a key), the run's local velocities as
+    the cubic keys' tangents."""
+    from .gltf import save_gltf
+
+    pose = _local_pose(plan, arrays, nid)[::every]
+    clip = Clip(plan.skeleton, pose.pos, pose.rot, pose.scl, dt=dt * every,
+                name=Path(plan.file).stem if plan.file else "")
+    save_gltf(out, plan.skeleton, clip, cubic=cubic, vel=pose.vel, ang=pose.ang, svl=pose.svl)
 
 
 def _write_npz(out, plan, arrays, dt):

@@ -201,7 +201,7 @@ BAD_RUNS = {
     "not name=value": (["run", BLEND, "--frames", 3, "--input", "alpha"], ["'alpha'", "name=value"]),
     "nan input": (["run", BLEND, "--frames", 3, "--input", "alpha=nan"], [BLEND, "'alpha'", "not finite"]),
     "wrong width": (["run", BLEND, "--frames", 3, "--input", "alpha=1,2,3"], [BLEND, "'alpha'", "shape"]),
-    "bad extension": (["run", BLEND, "--frames", 3, "--out", "{out}/x.txt"], ["x.txt", ".bvh or .npz"]),
+    "bad extension": (["run", BLEND, "--frames", 3, "--out", "{out}/x.txt"], ["x.txt", ".bvh, .glb, .gltf or .npz"]),
     "no directory": (["run", BLEND, "--frames", 3, "--out", "{out}/sub/x.bvh"], ["sub", "no such directory"]),
     "zero frames": (["run", BLEND, "--frames", 0, "--out", "{out}/x.bvh"], ["--frames", "got 0"]),
     "bad dt": (["run", BLEND, "--frames", 3, "--dt", "nan", "--out", "{out}/x.bvh"], ["--dt"]),

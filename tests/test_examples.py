@@ -10,6 +10,7 @@ SAYS = {
     "clip_velocities.py": ["propagated", "central difference", "head angular velocity"],
     "build_graph.py": ["head speed", "saved walk_to_jog.json"],
     "batch_run.py": ["100 characters", "now playing run", "ns each"],
+    "export_gltf.py": ["wrote blend.glb: 31 joints, 61 cubic keys", "read back"],
     "states.py": ["-> walking", "-> running", "-> turning", "-> jog_turn_right", "-> idle", "wave fired again",
                   "wave blended out", "ended in idle"],
 }
