@@ -140,8 +140,9 @@ def test_the_same_events_at_the_same_times_whatever_the_steps(tmp_path_factory, 
     path = graph(tmp_path_factory.mktemp("ev"), rate=rate, start=0.9)
     total = sum(dts)
     fine = [total / 400] * 400
-    coarse = run(path, dts)
-    same([c[:3] for c in coarse], [f[:3] for f in run(path, fine)])
+    # A point the clock reaches exactly as the run ends fires or not by the last bit of the sums: left out.
+    inside = lambda events: [e[:3] for e in events if e[0] < total - 1e-9]  # noqa: E731
+    same(inside(run(path, dts)), inside(run(path, fine)))
 
 
 def test_a_time_input_on_a_ramp_fires_where_the_ramp_passes_each_point(tmp_path):
