@@ -18,9 +18,13 @@ once per lap, in order).  Forward (``b > a``) the points in ``(a, b]`` fire, bac
 ``[b, a)``, so a point on a step boundary fires once; the event's time within the step is
 ``dt (x - a) / (b - a)``: exact for a clock that moves at a constant rate over the step.  A range
 opens when its begin is crossed forward or its end backward, and closes the other way; each keeps
-an open flag, so a begin is always followed by exactly one end.  A *fresh* clock (after a reset)
-also fires the instants at ``a`` itself and opens the ranges holding ``a``; a *reopen* (after a
-teleport closed them) opens those ranges only.
+an open flag, so a begin is always followed by exactly one end.  A range
+ended early -- by a reset, a teleport (their hooks), or its source falling *muted* -- is marked
+*interrupted*, and opens again (a begin at time 0 of a step) where it holds the clock once the source
+speaks; a *fresh* clock (after a reset) also opens the ranges holding it and fires the instants at
+``a`` itself.  A source is muted below its weight threshold (detail ``weight``), and for the foot's
+tracks (plants and contacts) when it does not lead its sync group (``leader``): a muted source
+emits nothing, and the ranges it had open end.
 """
 
 from __future__ import annotations
@@ -38,14 +42,21 @@ R_STEP, R_TIME, R_SOURCE, R_NAME, R_KIND, R_WEIGHT, R_DETAIL = range(7)  # one r
 REC = 7
 INSTANT, BEGIN, END = 0, 1, 2
 KINDS = ("instant", "begin", "end")
-# Points of a clip's time line (``points``): position (s), name id, what it is, the range row it bounds.
-P_AT, P_NAME, P_WHAT, P_ROW = range(4)
-POINT = 4
+# Points of a clip's time line (``points``): position (s), name id, what it is, the range row it bounds, whether
+# it is the foot's (a plant or a contact: only a sync group's leader emits those).
+P_AT, P_NAME, P_WHAT, P_ROW, P_FOOT = range(5)
+POINT = 5
 AN_INSTANT, A_BEGIN, AN_END = 0.0, 1.0, 2.0
+# Its ranges (``points``' second table): begin and end (s), name id, the foot's.
+G_BEGIN, G_END, G_NAME, G_FOOT = range(4)
+RANGE = 4
+CLOSED, OPEN, INTERRUPTED = 0.0, 1.0, -1.0  # a range's flag; interrupted: ended early, to reopen where it holds
+FOOT = ("left_plant", "right_plant", "left_contact", "right_contact")  # the foot's tracks, derived or given
 DEFAULT_CAPACITY = 64  # records per character between two Instance.events() calls
 MAX_EVENTS = 1 << 16  # the most a plan may ask for
 # Detail names every plan knows, in id order after the empty detail (0): why a range ended early.
 REASONS = ("state_left", "aborted", "weight", "reset", "teleport", "leader")
+REASON_WEIGHT, REASON_LEADER = REASONS.index("weight"), REASONS.index("leader")
 
 
 class Event(NamedTuple):
@@ -91,21 +102,21 @@ def reason_id(reason):
 
 
 def points(tracks, names):
-    """(points (n, POINT) float64 sorted by position, ranges) of ``tracks`` (``animgraph.tracks.Tracks``) for
-    ``clock_events``: every instant, and each range's begin and end (on a loop a range may wrap through the end).
-    ``names``: the plan's ``Names``; ``ranges`` the number of range rows (the open flags a node keeps)."""
-    rows, n_ranges = [], 0
+    """(points (n, POINT), ranges (r, RANGE)) float64 of ``tracks`` (``animgraph.tracks.Tracks``) for
+    ``clock_events``: every instant, and each range's begin and end, sorted by position (on a loop a range may
+    wrap through the end); and the ranges, one row each.  ``names``: the plan's ``Names``."""
+    rows, spans = [], []
     for name in tracks.names():
-        nid = names.id(name)
+        nid, foot = names.id(name), float(name in FOOT)
         for t in tracks.instants.get(name, ()):
-            rows.append((float(t), nid, AN_INSTANT, -1.0))
+            rows.append((float(t), nid, AN_INSTANT, -1.0, foot))
         for begin, end in tracks.ranges.get(name, np.zeros((0, 2))):
-            rows.append((float(begin), nid, A_BEGIN, float(n_ranges)))
-            rows.append((float(end), nid, AN_END, float(n_ranges)))
-            n_ranges += 1
+            rows.append((float(begin), nid, A_BEGIN, float(len(spans)), foot))
+            rows.append((float(end), nid, AN_END, float(len(spans)), foot))
+            spans.append((float(begin), float(end), nid, foot))
     # By position; at one position a begin before its end (a zero-length range opens, then closes).
     rows.sort(key=lambda r: (r[P_AT], r[P_WHAT] == AN_END))
-    return np.array(rows, np.float64).reshape(-1, POINT), n_ranges
+    return np.array(rows, np.float64).reshape(-1, POINT), np.array(spans, np.float64).reshape(-1, RANGE)
 
 
 @njit(cache=True)
@@ -127,63 +138,82 @@ def emit(sig, source, name, kind, time, weight, detail):
 
 
 @njit(cache=True)
-def holds(pts, row, x, loop):
-    """Whether range ``row`` of ``pts`` holds clock time ``x`` (s, within the clip): begin <= x <= end, or wrapping."""
-    begin, end = -1.0, -1.0
-    for k in range(pts.shape[0]):
-        if pts[k, P_ROW] == row:
-            if pts[k, P_WHAT] == A_BEGIN:
-                begin = pts[k, P_AT]
-            else:
-                end = pts[k, P_AT]
+def holds(begin, end, x, loop):
+    """Whether the range ``[begin, end]`` holds clock time ``x`` (s, within the clip; on a loop it may wrap)."""
     if loop and end < begin:
         return x >= begin or x <= end
     return begin <= x <= end
 
 
 @njit(cache=True)
-def _fire(sig, source, pts, k, forward, opened, time, weight):
+def muted(foot, weight, threshold, leads):
+    """The detail id a source's events are muted with (0: not muted): below its ``threshold``, or the foot's
+    tracks (``foot``) of a sync group member that does not lead."""
+    if weight < threshold:
+        return 1.0 + REASON_WEIGHT
+    if foot > 0.5 and not leads:
+        return 1.0 + REASON_LEADER
+    return 0.0
+
+
+@njit(cache=True)
+def _fire(sig, source, pts, k, forward, opened, time, weight, threshold, leads):
     """Point ``k`` of ``pts`` crossed (``forward`` or not) at ``time`` s into the step: its event, if any."""
+    if muted(pts[k, P_FOOT], weight, threshold, leads) > 0.0:
+        return
     what, name = pts[k, P_WHAT], pts[k, P_NAME]
     if what == AN_INSTANT:
         emit(sig, source, name, INSTANT, time, weight, 0.0)
         return
     row = int(pts[k, P_ROW])
     opens = (what == A_BEGIN) == forward
-    if opens and opened[row] < 0.5:
-        opened[row] = 1.0
+    if opens and opened[row] == CLOSED:
+        opened[row] = OPEN
         emit(sig, source, name, BEGIN, time, weight, 0.0)
-    elif not opens and opened[row] > 0.5:
-        opened[row] = 0.0
+    elif not opens and opened[row] == OPEN:
+        opened[row] = CLOSED
         emit(sig, source, name, END, time, weight, 0.0)
 
 
 @njit(cache=True)
-def clock_events(sig, source, pts, opened, a, b, loop, length, fresh, reopen, dt, weight):
+def settle_ranges(sig, source, spans, opened, x, loop, fresh, weight, threshold, leads):
+    """At a step's start (clock at ``x`` s, within the clip): end each open range its source is muted for (detail
+    ``weight`` or ``leader``), marking it interrupted; reopen (begin, time 0) each interrupted one that holds the
+    clock once the source speaks again, and on a fresh clock each one that holds it."""
+    for row in range(spans.shape[0]):
+        quiet = muted(spans[row, G_FOOT], weight, threshold, leads)
+        if opened[row] == OPEN:
+            if quiet > 0.0:
+                opened[row] = INTERRUPTED
+                emit(sig, source, spans[row, G_NAME], END, 0.0, weight, quiet)
+        elif quiet == 0.0 and (fresh or opened[row] == INTERRUPTED):
+            opened[row] = CLOSED
+            if holds(spans[row, G_BEGIN], spans[row, G_END], x, loop):
+                opened[row] = OPEN
+                emit(sig, source, spans[row, G_NAME], BEGIN, 0.0, weight, 0.0)
+
+
+@njit(cache=True)
+def clock_events(sig, source, pts, spans, opened, a, b, loop, length, fresh, dt, weight, threshold, leads):
     """The events of a clock moving from ``a`` to ``b`` s over a step of ``dt`` s (module doc).
 
-    ``pts`` the clip's points (``points``), ``opened`` one open flag per range (the node's state),
-    ``length`` the loop's period or the clamped clip's duration (s); a clamped clock is held in
-    ``[0, length]``.  Stops counting crossings once the block is full (each one past it counts as lost).
+    ``pts``/``spans`` the clip's points and ranges (``points``), ``opened`` one open flag per range (the
+    node's state), ``length`` the loop's period or the clamped clip's duration (s); a clamped clock is held
+    in ``[0, length]``.  ``weight`` goes with every event; ``threshold`` and ``leads`` may mute the source
+    (``muted``).  Stops walking once the block is full (each crossing past it counts as lost).
     """
     n = pts.shape[0]
     if n == 0 or sig[CAP] == 0.0 or not (math.isfinite(a) and math.isfinite(b)):
         return
     if not loop:
         a, b = min(max(a, 0.0), length), min(max(b, 0.0), length)
-    if fresh or reopen:
-        x = a - length * math.floor(a / length) if loop and length > 0.0 else a
-        for row in range(opened.shape[0]):
-            if opened[row] < 0.5 and holds(pts, row, x, loop):
-                opened[row] = 1.0
-                for k in range(n):  # the range's name: from its begin point
-                    if pts[k, P_ROW] == row and pts[k, P_WHAT] == A_BEGIN:
-                        emit(sig, source, pts[k, P_NAME], BEGIN, 0.0, weight, 0.0)
-                        break
-        if fresh:
-            for k in range(n):
-                if pts[k, P_WHAT] == AN_INSTANT and _at(pts[k, P_AT], x, loop, length):
-                    emit(sig, source, pts[k, P_NAME], INSTANT, 0.0, weight, 0.0)
+    x = a - length * math.floor(a / length) if loop and length > 0.0 else a
+    settle_ranges(sig, source, spans, opened, x, loop, fresh, weight, threshold, leads)
+    if fresh:
+        for k in range(n):
+            if pts[k, P_WHAT] == AN_INSTANT and _at(pts[k, P_AT], x, loop, length) and \
+                    muted(pts[k, P_FOOT], weight, threshold, leads) == 0.0:
+                emit(sig, source, pts[k, P_NAME], INSTANT, 0.0, weight, 0.0)
     if b == a:
         return
     forward = b > a
@@ -193,7 +223,7 @@ def clock_events(sig, source, pts, opened, a, b, loop, length, fresh, reopen, dt
             k = j if forward else n - 1 - j
             x = pts[k, P_AT]
             if (forward and a < x <= b) or (not forward and b <= x < a):
-                _fire(sig, source, pts, k, forward, opened, dt * (x - a) / span, weight)
+                _fire(sig, source, pts, k, forward, opened, dt * (x - a) / span, weight, threshold, leads)
         return
     # A loop: walk the points lap by lap from the first one past a, in the direction of travel.
     lap = math.floor(a / length)
@@ -216,7 +246,7 @@ def clock_events(sig, source, pts, opened, a, b, loop, length, fresh, reopen, dt
         if sig[COUNT] >= sig[CAP]:  # full: the crossings left are counted, not walked (a long step on a short clip)
             sig[LOST] += _crossings(pts, min(x, b), max(x, b), length)
             return
-        _fire(sig, source, pts, k, forward, opened, dt * (x - a) / span, weight)
+        _fire(sig, source, pts, k, forward, opened, dt * (x - a) / span, weight, threshold, leads)
         k += 1 if forward else -1
 
 

@@ -385,7 +385,8 @@ class Node(BaseModel):
     def sync_member(self):
         """How this node plays when it joins a sync group, or None if it cannot: {"group": its own group name or None,
         "clip", "variant": of the clip it plays, "loop", "start", "rate": the field, "rate_port", "time_port": the
-        input the group drives, "driven": the node as the plan runs it in the group} (module doc)."""
+        input the group drives, optional "weight_port", "leads_port": inputs the group feeds its effective weight and
+        whether it leads (for its events), "driven": the node as the plan runs it in the group} (module doc)."""
         return None
 
     def warnings(self) -> list[str]:

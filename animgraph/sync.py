@@ -106,6 +106,9 @@ def _group_fields(name, members, nodes, ports, feeds, file):
                      "rate_input": -1 if rate_src is None else signal_input(rate_src, "scalar"),
                      "vertex": vertices[sid]})
         links.append(((sid, m["time_port"]), (PREFIX + name, f"{sid}_time")))
+        for port, out in ((m.get("weight_port"), "weight"), (m.get("leads_port"), "leads")):
+            if port is not None and (sid, port) not in feeds:  # its events' weight and voice, unless linked by hand
+                links.append(((sid, port), (PREFIX + name, f"{sid}_{out}")))
         nodes[sid] = m["driven"]
     out_edges = []
     for src, dst, port in edges:

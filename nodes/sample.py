@@ -51,8 +51,10 @@ contacts, an asset's own) that the node's clock passes in a step go to the calle
 own clock its advance from the time this frame shows by ``rate * dt`` (a point fires at ``(x - start) / rate`` s
 after a reset, whatever the steps), driven by ``time`` the move from the last step's time to this one's;
 forward or backward, through loops, every lap of a long step.  A reset or teleport ends the ranges open
-(detail ``reset``, ``teleport``); after a teleport they reopen.  Weight 1: the effective weight (``animgraph.sync``)
-and a group's leader are not applied yet.
+(detail ``reset``, ``teleport``); after a teleport they reopen.  Events carry the ``weight`` input (default 1) and
+are dropped under ``event_min_weight``; in a sync group the group links the member's effective weight and whether it
+``leads``: only the leader's plants and contacts become events.  A looping clip's time input given modulo the loop
+(a group's) moves the lap its rate says, so a wrap is not a backward jump.
 
 Time left (``time_left``, always output): the seconds until the clip's end at the current playback
 rate (its start when the rate is negative), ``R / |rate|`` with ``R`` the clip seconds still to
@@ -110,7 +112,7 @@ from animgraph.node import (
     slot,
 )
 from animgraph.errors import GraphError
-from animgraph.events import A_BEGIN, CAP, END, P_NAME, P_ROW, P_WHAT, POINT, clock_events, emit, points, reason_id
+from animgraph.events import CAP, END, G_NAME, INTERRUPTED, OPEN, POINT, RANGE, clock_events, emit, points, reason_id
 from animgraph.phase import MarkerError, whole_cycles
 from animgraph.poseops import fk_frames
 from animgraph.preprocess import loop_cut, motion_track, repeat_features, root_motion_clip, seamless
@@ -129,6 +131,10 @@ TABLE_SAMPLES_PER_FRAME = 3  # ops.sample builds the key table for at least fram
 INPUTS = (
     Port("time", "scalar", "", "sampling time (s) and its rate; unlinked and null: own clock", True),
     Port("rate", "scalar", "", "playback rate of the own clock (default: field rate)", True),
+    Port("weight", "scalar", "", "the weight its events carry (a sync group links its effective weight; default 1)",
+         True),
+    Port("leads", "bool", "", "whether it leads its sync group: only the leader emits the foot's plants and "
+         "contacts (a sync group links it; default true)", True),
 )
 # The motion output exists only with root_motion, the contacts only with contacts (``Sample.outputs``):
 # motion is second when present, the contacts follow.
@@ -143,12 +149,13 @@ OUTPUTS = (
 IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # The clip's frames in the graph's frame array, its frame time (s), and the flags of the fields (the rate is a
 # signal: the planner feeds an unlinked rate port its field).
-# Then its events' source (its op index) and the number of points of its clip's tracks, which follow
-# (``animgraph.events.points``: POINT numbers each).
-PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1, source=1, points=1)
-# The own clock (s); for events the time input's last time (s), whether the clock is fresh (after a reset)
-# or its ranges reopen (after a teleport ended them); then one open flag per range of the clip's tracks.
-ST = fields("SampleSt", clock=1, last=1, fresh=1, reopen=1)
+# Then for events: their source (its op index), the events' weight threshold, and the numbers of points and
+# ranges of its clip's tracks, which follow (``animgraph.events.points``: POINT, then RANGE numbers each).
+PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1, source=1,
+             min_weight=1, points=1, ranges=1)
+# The own clock (s); for events the time input's last time (s) and whether the clock is fresh (after a reset);
+# then one flag per range of the clip's tracks (``animgraph.events``: closed, open or interrupted).
+ST = fields("SampleSt", clock=1, last=1, fresh=1)
 TIME_LEFT_NEVER = 1e9  # s: the time left of a clip that never ends (looping, or at rate 0)
 
 
@@ -569,22 +576,28 @@ def sample_signals(ins, outs, par, st, sig, db, t, rate, dt):
 @njit(cache=True)
 def sample_events(ins, par, st, sig, t, rate, dt):
     """This step's events of the clip's tracks (``animgraph.events.clock_events``): the crossings of the own clock's
-    advance from ``t`` by ``rate * dt``, or of the time input's move from its last time to ``t`` (s)."""
-    n = int(par[PAR.points])
+    advance from ``t`` by ``rate * dt``, or of the time input's move from its last time to ``t`` (s), at the
+    ``weight`` input's weight; the foot's only while it ``leads``."""
+    n, r = int(par[PAR.points]), int(par[PAR.ranges])
     if n == 0 or sig[CAP] == 0.0:
         return
     frames, key_dt, loop = int(par[PAR.frames]), par[PAR.key_dt], par[PAR.loop] > 0.5
-    fresh, reopen = st[ST.fresh] > 0.5, st[ST.reopen] > 0.5
+    fresh = st[ST.fresh] > 0.5
+    length = frames * key_dt if loop else (frames - 1) * key_dt
     if ins[IN.time] >= 0:
         a, b = (t if fresh else st[ST.last]), t
         st[ST.last] = t
+        if loop and length > 0.0:  # a time given modulo the loop (a sync group's) moves the lap its rate says
+            b += length * math.floor((a + rate * dt - b) / length + 0.5)
     else:
         a, b = t, t + rate * dt
-    length = frames * key_dt if loop else (frames - 1) * key_dt
+    weight = sig[ins[IN.weight]] if ins[IN.weight] >= 0 else 1.0
+    leads = sig[ins[IN.leads]] > 0.5 if ins[IN.leads] >= 0 else True
     pts = par[PAR.SIZE:PAR.SIZE + POINT * n].reshape((n, POINT))
-    clock_events(sig, par[PAR.source], pts, st[ST.SIZE:], a, b, loop, length, fresh, reopen, dt, 1.0)
+    spans = par[PAR.SIZE + POINT * n:PAR.SIZE + POINT * n + RANGE * r].reshape((r, RANGE))
+    clock_events(sig, par[PAR.source], pts, spans, st[ST.SIZE:], a, b, loop, length, fresh, dt,
+                 weight if math.isfinite(weight) else 0.0, par[PAR.min_weight], leads)
     st[ST.fresh] = 0.0
-    st[ST.reopen] = 0.0
 
 
 @njit(cache=True, inline="always")
@@ -654,6 +667,10 @@ class Sample(Node):
         description="a looping sample plays its clip's whole gait cycles, from its first plant to the last plant of "
         "that foot (animgraph.phase), cut where the pose repeats: a sync group plays its looping samples so",
     )
+    event_min_weight: float = Field(
+        1e-5, ge=0.0, le=1.0, allow_inf_nan=False,
+        description="events of a weight under this are dropped, and its open ranges end (animgraph.events)",
+    )
     contacts: bool = Field(
         False,
         description="output 'left_contact' and 'right_contact': the clip's contact tracks (left_contact, "
@@ -686,7 +703,8 @@ class Sample(Node):
             return None
         driven = self.model_copy(update={"cycles": True}) if self.loop else self
         return {"group": self.sync_group, "clip": self.clip, "variant": driven._variant(), "loop": self.loop,
-                "start": self.start, "rate": self.rate, "rate_port": "rate", "time_port": "time", "driven": driven}
+                "start": self.start, "rate": self.rate, "rate_port": "rate", "time_port": "time",
+                "weight_port": "weight", "leads_port": "leads", "driven": driven}
 
     def _variant(self):
         if self.cycles and self.loop:
@@ -715,24 +733,24 @@ class Sample(Node):
         if self.contacts and not has_feet(ctx.skeleton):
             raise GraphError(f"contacts need the skeleton's toes {' and '.join(TOES)} (canonical names)",
                              node=self.id, port="contacts")
-        pts, _ = self._points(ctx)
+        pts, spans = self._points(ctx)
         head = PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
                         root_motion=self.root_motion, contacts=self.contacts, source=ctx.event_source(self),
-                        points=len(pts))
-        return np.concatenate([head, pts.reshape(-1)])
+                        min_weight=self.event_min_weight, points=len(pts), ranges=len(spans))
+        return np.concatenate([head, pts.reshape(-1), spans.reshape(-1)])
 
     def state(self, ctx, time=0.0):
         """The own clock (s), set so that the first frame after a reset to ``time`` shows ``start + time``; a fresh
         clock for events, no range open."""
-        _, ranges = self._points(ctx)
-        return np.concatenate([ST.pack(clock=self.start + time, last=0.0, fresh=1.0, reopen=0.0), np.zeros(ranges)])
+        _, spans = self._points(ctx)
+        return np.concatenate([ST.pack(clock=self.start + time, last=0.0, fresh=1.0), np.zeros(len(spans))])
 
     def _points(self, ctx):
         """(points, ranges) of the played clip's tracks (``animgraph.events.points``): none without a clip."""
         r = ctx.clip(self, "clip", self.clip, self._variant())
         tracks = getattr(r.clip, "tracks", None)
         if tracks is None:
-            return np.zeros((0, POINT)), 0
+            return np.zeros((0, POINT)), np.zeros((0, RANGE))
         return points(tracks, ctx.event_names())
 
     def reset(self, op, rows, state):
@@ -743,19 +761,18 @@ class Sample(Node):
     def teleport(self, op, rows, pos_delta, rot_delta):
         """End the ranges open for ``rows`` (detail ``teleport``); those holding the clock reopen on the next step."""
         end_ranges(op, rows, "teleport")
-        op.st[rows, ST.reopen] = 1.0
 
 
 def end_ranges(op, rows, reason):
-    """Write an ``end`` (detail ``reason``) for each range open for characters ``rows`` and close it (a hook's work)."""
-    n = int(op.par[PAR.points])
-    pts = op.par[PAR.SIZE:PAR.SIZE + POINT * n].reshape(n, POINT)
-    names = {int(p[P_ROW]): p[P_NAME] for p in pts if p[P_WHAT] == A_BEGIN}
+    """Write an ``end`` (detail ``reason``) for each range open for characters ``rows``, and mark it interrupted
+    (it opens again on the next step where it holds the clock): a hook's work."""
+    n, r = int(op.par[PAR.points]), int(op.par[PAR.ranges])
+    spans = op.par[PAR.SIZE + POINT * n:PAR.SIZE + POINT * n + RANGE * r].reshape(r, RANGE)
     opened = op.st[:, ST.SIZE:]
     for c in rows:
-        for row in np.flatnonzero(opened[c] > 0.5):
-            emit(op.sig[c], op.par[PAR.source], names[int(row)], END, 0.0, 1.0, float(reason_id(reason)))
-            opened[c, row] = 0.0
+        for row in np.flatnonzero(opened[c] == OPEN):
+            emit(op.sig[c], op.par[PAR.source], spans[row, G_NAME], END, 0.0, 1.0, float(reason_id(reason)))
+            opened[c, row] = INTERRUPTED
 
 
 def cycle_clip(skel, clip, root_motion):

@@ -16,7 +16,9 @@ input or field) and ``u_m'`` the phase rate of its clip at the time it shows (cy
 With all weights 0 the last rate is kept.  A member's time then moves at ``Φ' dt_m/du``, its sample's
 velocities scaled by that rate, so the whole graph's velocities stay exact; the weights' own rates enter
 through the blends' terms.  The *leader* (output ``leader``) is the member of largest weight; a change of
-leader changes no phase and no rate.  The first frame after a reset takes ``Φ`` from the first member's
+leader changes no phase and no rate; only the leader's plants and contacts become events (``<sample>_leads``
+into each member's ``leads`` input, its effective weight into its ``weight``: ``animgraph.events``), so a blend
+of two gaits steps once per plant.  The first frame after a reset takes ``Φ`` from the first member's
 ``start`` and gives each other member the offset that keeps it nearest its own start (its own step).
 The phase is integrated forward one step at a time (explicit: the rate depends on the weights at the
 frame), so a group's clips depend on the steps taken, as a sample's own clock with a changing rate does.
@@ -47,7 +49,8 @@ EDGE = fields("SyncGroupEdge", src=1, dst=1, input=1, scale=1, offset=1, lo=1, h
 # leader; then per member its whole-cycle offset, then per vertex its effective weight.
 ST = fields("SyncGroupSt", aligned=1, phase=1, rate=1, time=1, leader=1)
 WEIGHT_KINDS = ("scalar", "int", "bool")
-# Outputs: these, then each member's time (``<sample>_time``) in member order.
+# Outputs: these, then each member's time (``<sample>_time``), then each one's effective weight
+# (``<sample>_weight``) and whether it leads (``<sample>_leads``), in member order: a member's events read the last two.
 OUTPUTS = (Port("phase", "scalar", "", "the group's phase (cycles, mod 1: 0 left plant, 0.5 right) and its rate"),
            Port("leader", "int", "", "index of the member of largest effective weight"),
            Port("leader_weight", "scalar", "", "that member's effective weight"))
@@ -160,6 +163,9 @@ def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
         t, dtdu, _ = time_at(times, phases, loop, length, cycles, phase + offsets[m])
         at = outs[OUT.SIZE + m]
         sig[at], sig[at + 1] = t, rate * dtdu
+        at = outs[OUT.SIZE + members + m]  # its events' weight, and whether it leads (only the leader's feet speak)
+        sig[at], sig[at + 1] = w[int(par[HEAD.SIZE + m * MEMBER.SIZE + MEMBER.vertex])], 0.0
+        sig[outs[OUT.SIZE + 2 * members + m]] = 1.0 if m == leader else 0.0
     sig[outs[OUT.phase]], sig[outs[OUT.phase] + 1] = phase % 1.0, rate
     sig[outs[OUT.leader]] = leader
     sig[outs[OUT.leader_weight]] = best
@@ -207,6 +213,10 @@ class SyncGroup(Node):
 
     def outputs(self):
         return (*OUTPUTS, *(Port(f"{m.sample}_time", "scalar", "", f"the time (s) {m.sample!r} plays and its rate")
+                            for m in self.members),
+                *(Port(f"{m.sample}_weight", "scalar", "", f"{m.sample!r}'s effective weight (its events')")
+                  for m in self.members),
+                *(Port(f"{m.sample}_leads", "bool", "", f"whether {m.sample!r} leads (its feet's events speak)")
                   for m in self.members))
 
     def params(self, ctx):

@@ -322,3 +322,91 @@ def test_run_writes_the_events_as_json_lines(tmp_path):
                                "--events", str(bad)], capture_output=True, text=True)
         assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1
         assert not bad.exists()
+
+
+# ---------------------------------------------------------------- sync groups: one voice for the feet
+
+
+def group_phase_crossings(phases):
+    """How many times a phase (cycles, mod 1, sampled each step) passed 0 or 0.5 going forward."""
+    u = np.unwrap(np.asarray(phases) * 2 * np.pi) / (2 * np.pi)
+    return int(np.floor(u[-1] * 2) - np.floor(u[0] * 2))
+
+
+def synced_steps(plan, speeds):
+    """Step ``graphs/blend_space.json`` through ``speeds`` (one a step at 60 Hz): (events, group phases)."""
+    inst = plan.instance()
+    found, phases = [], []
+    for s in speeds:
+        inst.step(1 / 60, {"speed": float(s)})
+        found += inst.events()
+        phases.append(float(inst.port("__sync_gait", "phase")[0]))
+    return found, phases
+
+
+def test_a_blend_of_two_gaits_steps_once_per_plant_and_its_weight_is_the_leaders():
+    """Halfway between walk and jog and at 2.4 m/s (jog's weight 0.7426 by hand): plants from one sample only, left
+    and right in turn, one each time the group's phase passes 0 or 0.5; they carry the leader's weight."""
+    from animgraph import graphs
+
+    plan = ag.compile(graphs.path("blend_space"), events=512)
+    for speed, leader, weight in ((2.4, "jog", (2.4 - 1.65) / (2.66 - 1.65)), (1.9, "walk", 1 - (1.9 - 1.65) / 1.01)):
+        found, phases = synced_steps(plan, [speed] * 600)
+        plants = [e for e in found if e.name.endswith("_plant")]
+        assert {e.node for e in plants} == {leader}
+        sides = [e.name for e in plants]
+        assert all(a != b for a, b in zip(sides, sides[1:])), sides
+        assert abs(len(plants) - group_phase_crossings(phases)) <= 1, (len(plants), group_phase_crossings(phases))
+        np.testing.assert_allclose([e.weight for e in plants], weight, atol=1e-6)
+
+
+def test_a_leader_change_mid_stride_neither_doubles_nor_drops_a_footstep():
+    """The speed swings across the walk-jog midpoint every 0.13 s (mid-stride, many times a step): still one plant
+    each time the phase passes 0 or 0.5, left and right in turn; the contacts pair up, the old leader's open one
+    ending with detail 'leader'."""
+    from animgraph import graphs
+
+    middle = (1.65 + 2.66) / 2
+    speeds = [middle + (0.05 if (k // 8) % 2 else -0.05) for k in range(900)]
+    found, phases = synced_steps(ag.compile(graphs.path("blend_space"), events=512), speeds)
+    plants = [e for e in found if e.name.endswith("_plant")]
+    assert {e.node for e in plants} == {"walk", "jog"}  # both led at times
+    sides = [e.name for e in plants]
+    assert all(a != b for a, b in zip(sides, sides[1:])), sides
+    assert abs(len(plants) - group_phase_crossings(phases)) <= 1
+    for node in ("walk", "jog"):
+        for name in ("left_contact", "right_contact"):
+            kinds = [e.kind for e in found if e.node == node and e.name == name]
+            assert all(a != b for a, b in zip(kinds, kinds[1:])) and (not kinds or kinds[0] == "begin"), kinds
+    assert any(e.detail == "leader" for e in found if e.kind == "end")
+
+
+def test_under_the_weight_threshold_a_sample_says_nothing(tmp_path):
+    """Two synced samples under a blend: at alpha 0 the run's notify is dropped (weight 0 < 1e-5), at 0.3 it
+    comes with weight 0.3; a range open when the weight falls ends with detail 'weight'."""
+    run_tracks = [{"name": "hit", "time": 0.2}, {"name": "hold", "begin": 0.0, "end": 1.0}]
+    data = {"format": "animgraph.graph", "version": 4,
+            "assets": {"walk": "animgraph:walk",
+                       "run": {"path": "animgraph:run", "loop": "auto", "derive": True, "tracks": run_tracks}},
+            "nodes": [{"id": "walk", "type": "sample", "clip": "walk", "sync_group": "g"},
+                      {"id": "run", "type": "sample", "clip": "run", "sync_group": "g"},
+                      {"id": "a", "type": "input", "min": 0, "max": 1},
+                      {"id": "mix", "type": "blend"}, {"id": "out", "type": "output"}],
+            "links": [["walk.pose", "mix.a"], ["run.pose", "mix.b"], ["a.value", "mix.alpha"],
+                      ["mix.pose", "out.pose"]]}
+    path = tmp_path / "weights.json"
+    path.write_text(json.dumps(data))
+    inst = ag.compile(path, events=512).instance()
+    drops = hits = 0
+    for k in range(12):  # 0.4 s at 0, then 0.4 s at 0.3, six times: the drops land at different times of the loop
+        alpha = 0.3 if k % 2 else 0.0
+        for _ in range(24):
+            inst.step(1 / 60, {"a": alpha})
+        got = [e for e in inst.events() if e.node == "run" and e.name in ("hit", "hold")]
+        if alpha == 0.0:
+            assert [(e.kind, e.detail) for e in got] in ([], [("end", "weight")])
+            drops += len(got)
+        else:
+            assert all(abs(e.weight - 0.3) < 1e-9 for e in got)
+            hits += sum(e.name == "hit" for e in got)
+    assert drops >= 1 and hits >= 1  # the range was open at some drop; the notify spoke at 0.3
