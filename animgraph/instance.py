@@ -144,6 +144,7 @@ class Instance:
         self._everyone = np.arange(b)
         self._steps = 0  # steps taken: the index the next step's events carry
         self._events = plan.event_capacity > 0
+        self._step_column = self.chars[:, events.STEP]  # a view: stamping it costs a fill, not an indexing
         self._ops = {nid: self._slices(i, nid) for i, nid in enumerate(plan.order)}  # what node hooks act on
         self._inputs = {nid: self.nodes[nid].write_input(self._ops[nid], self._everyone) for nid in plan.inputs}
         # Inputs of pruned nodes are accepted and ignored.
@@ -175,7 +176,7 @@ class Instance:
         if self._padded:  # padded lanes follow the last character's inputs (a lane-wide branch then agrees)
             self.chars[self.batch:, :self._n_sig] = self.chars[self.batch - 1, :self._n_sig]
         if self._events:
-            self.chars[:, events.STEP] = self._steps
+            self._step_column.fill(self._steps)
         call = self._call(*self._args, float(dt))
         if call is not None:  # the first call compiled or loaded the executor: keep its entry point
             self._call = call
@@ -381,7 +382,7 @@ class Instance:
     def _stamp(self):
         """Events a hook writes between steps (a range ended by a reset) belong to the next step, at its start."""
         if self._events:
-            self.chars[:, events.STEP] = self._steps
+            self._step_column.fill(self._steps)
 
     def _rows(self, characters):
         """Character indices (all when None); GraphError unless whole numbers in [0, batch)."""
