@@ -30,7 +30,7 @@ import numpy as np
 from animgraph.jit import njit
 
 from .errors import BVHError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_bytes
 from .maths import from_scaled_angle_axis, qmul, qrot, store4
 from .pose import Clip, Skeleton
 
@@ -197,17 +197,7 @@ def _show(text, limit=40):
 
 def _read_lines(path):
     """File lines (line ends normalised) as bytes, or a BVHError for missing files and directories."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise BVHError("no such file", path) from None
-    except IsADirectoryError:
-        raise BVHError("is a directory, not a BVH file", path) from None
-    except PermissionError:
-        raise BVHError("permission denied", path) from None
-    except OSError as e:
-        raise BVHError(f"cannot read: {e.strerror or e}", path) from None
+    raw = read_bytes(path, BVHError, "BVH")
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]  # UTF-8 byte-order mark
     if not raw.strip():

@@ -44,6 +44,22 @@ def _remove(path):
         pass
 
 
+def read_bytes(path, error, kind):
+    """The bytes of user file ``path``, or ``error(message, path)`` (one line) when it cannot be read; ``kind`` names
+    what it should be ("BVH", "glTF") for a directory given instead."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise error("no such file", path) from None
+    except IsADirectoryError:
+        raise error(f"is a directory, not a {kind} file", path) from None
+    except PermissionError:
+        raise error("permission denied", path) from None
+    except OSError as e:
+        raise error(f"cannot read: {e.strerror or e}", path) from None
+
+
 def atomic_write(path, write, mode="wb"):
     """Call ``write(fileobj)`` on a temporary file beside ``path``, then rename it to ``path``."""
     path = Path(path)

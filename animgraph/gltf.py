@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import AnimgraphError, one_line
-from .fileio import atomic_write, write_together
+from .fileio import atomic_write, read_bytes, write_together
 from .pose import Clip, Skeleton
 
 GENERATOR = "animgraph"
@@ -553,15 +553,7 @@ def _short(value, limit=40):
 
 def _parse(file):
     """(JSON document dict, GLB binary chunk or None) of a .glb or .gltf file; GLTFError naming the problem."""
-    try:
-        with open(file, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise GLTFError("no such file", file) from None
-    except IsADirectoryError:
-        raise GLTFError("is a directory, not a glTF file", file) from None
-    except OSError as e:
-        raise GLTFError(f"cannot read: {e.strerror or e}", file) from None
+    raw = read_bytes(file, GLTFError, "glTF")
     glb_bin = None
     if raw[:4] == GLB_MAGIC:
         if len(raw) < 20:
