@@ -26,8 +26,7 @@ frame), so a group's clips depend on the steps taken, as a sample's own clock wi
 
 from __future__ import annotations
 
-import math
-from typing import Annotated, List, Literal, Optional, Tuple
+from typing import Annotated, List, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -38,13 +37,12 @@ from animgraph.limits import RATE_MAX, TIME_MAX
 from animgraph.node import Node, Port, fields, register
 from animgraph.phase import MarkerError, markers, nearest_cycle, phase_at, time_at
 from animgraph.tracks import clip_tracks
+from animgraph.weights import MAX_VERTICES, Edge, check_indices, effective_weights, pack
 
 MAX_MEMBERS = 64
-MAX_VERTICES = 1024
 HEAD = fields("SyncGroupHead", members=1, vertices=1, edges=1)
 MEMBER = fields("SyncGroupMember", markers_at=1, markers=1, loop=1, length=1, period=1, cycles=1, start=1, rate=1,
                 rate_input=1, vertex=1)
-EDGE = fields("SyncGroupEdge", src=1, dst=1, input=1, scale=1, offset=1, lo=1, hi=1, has_range=1)
 # State: aligned since the reset, the unwrapped phase (cycles), its last rate (cycles/s), the reset time (s), the
 # leader; then per member its whole-cycle offset, then per vertex its effective weight.
 ST = fields("SyncGroupSt", aligned=1, phase=1, rate=1, time=1, leader=1)
@@ -55,7 +53,6 @@ OUTPUTS = (Port("phase", "scalar", "", "the group's phase (cycles, mod 1: 0 left
            Port("leader", "int", "", "index of the member of largest effective weight"),
            Port("leader_weight", "scalar", "", "that member's effective weight"))
 OUT = fields("SyncGroupOut", phase=1, leader=1, leader_weight=1)  # port indices; members' times from OUT.SIZE
-Bound = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
 
 
 class Member(BaseModel):
@@ -74,18 +71,6 @@ class Member(BaseModel):
     vertex: int = Field(ge=0, le=MAX_VERTICES, description="its vertex in the weight graph")
 
 
-class Edge(BaseModel):
-    """A link of the weight graph: vertex ``src`` feeds ``dst``, which gives it the weight of ``input``."""
-
-    model_config = ConfigDict(extra="forbid")
-    src: int = Field(ge=0, le=MAX_VERTICES)
-    dst: int = Field(ge=0, le=MAX_VERTICES)
-    input: int = Field(-1, ge=-1, le=MAX_VERTICES, description="signal input giving the weight; -1: the constant offset")
-    scale: float = Field(1.0, ge=-1e6, le=1e6, allow_inf_nan=False)
-    offset: float = Field(0.0, ge=-1e6, le=1e6, allow_inf_nan=False)
-    between: Optional[Tuple[Bound, Bound]] = Field(None, description="weight 1 when the int input lies in [lo, hi]")
-
-
 @njit(cache=True)
 def member_markers(par, m):
     """(times, phases, loop, length, period, cycles) of member ``m``'s marker table (``animgraph.phase``)."""
@@ -93,34 +78,6 @@ def member_markers(par, m):
     at, n = int(par[row + MEMBER.markers_at]), int(par[row + MEMBER.markers])
     return (par[at:at + n], par[at + n:at + 2 * n], par[row + MEMBER.loop] > 0.5, par[row + MEMBER.length],
             par[row + MEMBER.period], par[row + MEMBER.cycles])
-
-
-@njit(cache=True)
-def edge_weight(ins, par, sig, row):
-    """The weight an edge's destination gives its source: a constant, an int in a range, or a clamped line."""
-    k = int(par[row + EDGE.input])
-    if k < 0:
-        return par[row + EDGE.offset]
-    x = sig[ins[k]]
-    if par[row + EDGE.has_range] > 0.5:
-        x = math.floor(x + 0.5)  # as select rounds its index
-        return 1.0 if par[row + EDGE.lo] <= x <= par[row + EDGE.hi] else 0.0
-    return min(max(par[row + EDGE.offset] + par[row + EDGE.scale] * x, 0.0), 1.0)
-
-
-@njit(cache=True)
-def effective_weights(ins, par, sig, w):
-    """Each vertex's effective weight into ``w``: outputs 1, then the largest product over paths (edges come sources
-    last: every destination is done before the edges leaving it)."""
-    vertices, edges = int(par[HEAD.vertices]), int(par[HEAD.edges])
-    sinks = HEAD.SIZE + int(par[HEAD.members]) * MEMBER.SIZE
-    for v in range(vertices):
-        w[v] = par[sinks + v]
-    first = sinks + vertices
-    for e in range(edges):
-        row = first + e * EDGE.SIZE
-        src, dst = int(par[row + EDGE.src]), int(par[row + EDGE.dst])
-        w[src] = max(w[src], w[dst] * edge_weight(ins, par, sig, row))
 
 
 @njit(cache=True)
@@ -144,7 +101,8 @@ def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
     offsets, w = st[ST.SIZE:ST.SIZE + members], st[ST.SIZE + members:]
     if st[ST.aligned] < 0.5:
         align(par, st, offsets)
-    effective_weights(ins, par, sig, w)
+    effective_weights(ins, par, sig, HEAD.SIZE + members * MEMBER.SIZE, int(par[HEAD.vertices]), int(par[HEAD.edges]),
+                      w)  # the weight graph (animgraph.weights) after the members
     phase, num, den, leader, best = st[ST.phase], 0.0, 0.0, 0, -1.0
     for m in range(members):
         times, phases, loop, length, period, cycles = member_markers(par, m)
@@ -199,11 +157,7 @@ class SyncGroup(Node):
         for m in self.members:
             if m.rate_input >= n or m.vertex >= self.vertices:
                 raise ValueError(f"member {m.sample!r}: rate_input or vertex out of range")
-        if any(not 0 <= v < self.vertices for v in self.sinks):
-            raise ValueError("sinks: vertex out of range")
-        for e in self.edges:
-            if e.src >= self.vertices or e.dst >= self.vertices or e.input >= n:
-                raise ValueError(f"edge {e.src}->{e.dst}: index out of range")
+        check_indices(self.vertices, self.sinks, self.edges, n)
         if len({m.sample for m in self.members}) != len(self.members):
             raise ValueError("members: a sample joins a group once")
         return self
@@ -221,7 +175,8 @@ class SyncGroup(Node):
 
     def params(self, ctx):
         tables, rows = [], []
-        at = HEAD.SIZE + len(self.members) * MEMBER.SIZE + self.vertices + len(self.edges) * EDGE.SIZE
+        graph = pack(self.vertices, self.sinks, self.edges)
+        at = HEAD.SIZE + len(self.members) * MEMBER.SIZE + len(graph)
         for m in self.members:
             r = ctx.clip(self, "members", m.clip, m.variant)
             length = (r.frames if m.loop else r.frames - 1) * r.dt
@@ -236,15 +191,8 @@ class SyncGroup(Node):
                                     start=m.start, rate=m.rate, rate_input=m.rate_input, vertex=m.vertex))
             tables += [times, phases]
             at += 2 * len(times)
-        sinks = np.zeros(self.vertices)
-        sinks[self.sinks] = 1.0
-        edges = [EDGE.pack(src=e.src, dst=e.dst, input=e.input, scale=e.scale,
-                           offset=min(max(e.offset, 0.0), 1.0) if e.input < 0 else e.offset,
-                           lo=e.between[0] if e.between else 0.0, hi=e.between[1] if e.between else 0.0,
-                           has_range=e.between is not None)
-                 for e in self.edges]
         head = HEAD.pack(members=len(self.members), vertices=self.vertices, edges=len(self.edges))
-        return np.concatenate([head, *rows, sinks, *edges, *tables])
+        return np.concatenate([head, *rows, graph, *tables])
 
     def state(self, ctx, time=0.0):
         """Not yet aligned: the first frame aligns the members at their starts plus ``time``."""
