@@ -16,7 +16,7 @@ import networkx as nx
 from . import exclusive
 from .errors import GraphError
 from .node import SIGNALS
-from .sync import add_groups
+from .sync import EVENT_WEIGHTS, add_event_weights, add_groups
 
 
 class GraphWarning(UserWarning):
@@ -125,6 +125,18 @@ def _schedule_graph(nodes, feeds, late=frozenset()):
     return dag
 
 
+def _reaches(dag, nodes):
+    """``reaches(nid, (src, port))``: whether node ``nid`` runs before signal ``src.port`` is written in ``dag`` (the
+    schedule graph: an early output's vertex is its node's early kernel)."""
+    def reaches(nid, signal):
+        src, port = signal
+        cls = type(nodes[src])
+        early = cls.EARLY_KERNEL is not None and port in nodes[src].early_ports()[1]
+        return nx.has_path(dag, nid, src + EARLY if early else src)
+
+    return reaches
+
+
 def _gates(nodes, feeds, sinks):
     """({node id: [(branch node id, bit mask)]}, late inputs): the branches (``Node.branch_bits``) each node is
     needed only through, and the branch conditions (``Node.branch_conditions``) read a frame late because the
@@ -157,8 +169,10 @@ def has_constant(node, port):
     return port.signal != "pose" and port.name in type(node).model_fields and getattr(node, port.name) is not None
 
 
-def check(graph, file=None, warn=True):
-    """Check a Graph; returns a Checked schedule or raises GraphError naming node and port."""
+def check(graph, file=None, warn=True, event_weights=True):
+    """Check a Graph; returns a Checked schedule or raises GraphError naming node and port.  ``event_weights``: add
+    the node giving samples their events' weights (``animgraph.sync.add_event_weights``; a plan without events
+    needs none)."""
     file = file if file is not None else graph.path
     nodes, index, ports = {}, {}, {}
     for i, node in enumerate(graph.nodes):
@@ -174,8 +188,15 @@ def check(graph, file=None, warn=True):
     for i, link in enumerate(graph.links):
         _link(i, link, ports, feeds, file)
     add_groups(nodes, index, ports, feeds, file, lambda node: _ports(node, file))
+    outputs = [nid for nid, node in nodes.items() if getattr(node, "GRAPH_OUTPUT", False)]
+    base = _schedule_graph(nodes, feeds, _gates(nodes, feeds, outputs)[1])
+    event_notes = add_event_weights(nodes, index, ports, feeds, file, lambda node: _ports(node, file),
+                                    _reaches(base, nodes)
+                                    ) if event_weights and nx.is_directed_acyclic_graph(base) else []  # else: named below
 
-    gates, late = _gates(nodes, feeds, [nid for nid, node in nodes.items() if getattr(node, "GRAPH_OUTPUT", False)])
+    # The events' weights only watch: the links into and out of their node make nothing needed (no gate follows them).
+    watched = {dst: src for dst, src in feeds.items() if EVENT_WEIGHTS not in (dst[0], src[0])}
+    gates, late = _gates(nodes, watched, outputs)
     dag = _schedule_graph(nodes, feeds, late)
     walk = _schedule(dag, index, feeds, file)
     order = [v for v in walk if not v.endswith(EARLY)]
@@ -191,7 +212,7 @@ def check(graph, file=None, warn=True):
             if nid in used and (nid, name) not in feeds and not port.optional and not has_constant(nodes[nid], port):
                 raise GraphError(f"required {port.signal} input is not linked", nid, name, file)
     pruned = [nid for nid in order if nid not in used]
-    notes = [f"node {nid!r} feeds no output: left out of the plan" for nid in pruned]
+    notes = [f"node {nid!r} feeds no output: left out of the plan" for nid in pruned] + event_notes
     gates = {nid: marks for nid, marks in gates.items() if nid in used}
     if gates:  # an early kernel runs before the ops its branches gate (no cycle: module exclusive)
         dag.add_edges_from((m + EARLY, nid) for nid, marks in gates.items() for m, _ in marks)

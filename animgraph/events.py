@@ -55,7 +55,7 @@ FOOT = ("left_plant", "right_plant", "left_contact", "right_contact")  # the foo
 DEFAULT_CAPACITY = 64  # records per character between two Instance.events() calls
 MAX_EVENTS = 1 << 16  # the most a plan may ask for
 # Detail names every plan knows, in id order after the empty detail (0): why a range ended early.
-REASONS = ("state_left", "aborted", "weight", "reset", "teleport", "leader")
+REASONS = ("state_left", "aborted", "weight", "reset", "teleport", "leader", "ended")
 REASON_WEIGHT, REASON_LEADER = REASONS.index("weight"), REASONS.index("leader")
 
 
@@ -191,6 +191,16 @@ def settle_ranges(sig, source, spans, opened, x, loop, fresh, weight, threshold,
             if holds(spans[row, G_BEGIN], spans[row, G_END], x, loop):
                 opened[row] = OPEN
                 emit(sig, source, spans[row, G_NAME], BEGIN, 0.0, weight, 0.0)
+
+
+@njit(cache=True)
+def close_ranges(sig, source, spans, opened, detail):
+    """End each open range (detail id ``detail``: why, ``REASONS``) at the step's start, marking it interrupted: it
+    opens again where it holds the clock when its source runs on (a restart clears the flags instead)."""
+    for row in range(spans.shape[0]):
+        if opened[row] == OPEN:
+            opened[row] = INTERRUPTED
+            emit(sig, source, spans[row, G_NAME], END, 0.0, 1.0, detail)
 
 
 @njit(cache=True)

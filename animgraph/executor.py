@@ -141,6 +141,11 @@ def _early(names, use):
     return [i for i in use if REGISTRY[names[i]].EARLY_KERNEL is not None]
 
 
+def _closing(names, use):
+    """The kinds in ``use`` whose node types have a closing kernel (``animgraph.gates``)."""
+    return [i for i in use if REGISTRY[names[i]].CLOSING_KERNEL is not None]
+
+
 def _dispatch(kinds, names, indent, call, early=()):
     """Source lines ``if kind == i:`` / ``elif ...`` for the op kinds ``kinds``, each followed by ``call(i)``, then
     for the ``early`` ones the same with ``call(i, True)`` (the early kernel, ``e{i}``)."""
@@ -180,7 +185,7 @@ def source(names, cover=None):
         "from animgraph.jit import njit",
         "",
         "from animgraph.executor import clip_db",
-        "from animgraph.gates import gate_open",
+        "from animgraph.gates import gate_open, gate_why",
         "from animgraph.views import alive, borrowed, rows",
         "",
     ]
@@ -196,6 +201,9 @@ def source(names, cover=None):
         if REGISTRY[name].EARLY_KERNEL is not None:
             module, attr = _kernel_ref(name, "EARLY_KERNEL")
             lines.append(f"from {module} import {attr} as e{i}  # {name}, early")
+        if REGISTRY[name].CLOSING_KERNEL is not None:
+            module, attr = _kernel_ref(name, "CLOSING_KERNEL")
+            lines.append(f"from {module} import {attr} as c{i}  # {name}, closing")
     lines.append(f"\nKINDS = {tuple(names)!r}")
     lines.append(f"COVERS = {tuple(names[i] for i in use)!r}  # the kinds with a branch below\n")
     own = [i for i, name in enumerate(names) if REGISTRY[name].CLIP_TABLES]
@@ -216,8 +224,11 @@ def source(names, cover=None):
         f"    p = par[table[o + {OP_PAR}]:table[o + {OP_PAR_END}]]",
         f"    x = t[table[o + {OP_STATE}]:table[o + {OP_STATE_END}]]",
         f"    g0, g1 = table[o + {OP_GATE}], table[o + {OP_GATE_END}]",
-        "    if g0 < g1 and not gate_open(table, io_at + g0, io_at + g1, t, x, par):",
-        "        continue",
+        "    if g0 < g1:",
+        *_dispatch(_closing(names, use), names, "        ",
+                   lambda i: f"c{i}(p, x, s, gate_why(table, io_at + g0, io_at + g1, t))"),
+        "        if not gate_open(table, io_at + g0, io_at + g1, t, x, par):",
+        "            continue",
     ]
     body += _dispatch(use, names, "    ", lambda i, e=False: _call(i, own, e), _early(names, use))
     args = "table, par, chars, vecs, rots, clipbuf, dt"
@@ -312,6 +323,9 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "            if g0 < g1:",
         "                live = 0",
         "                for lane in range(LANES):",
+        *_dispatch(_closing(names, use), names, " " * 20,
+                   lambda i: f"c{i}(p, chars[c0 + lane, s0:s1], sg[lane], gate_why(table, g0, g1, "
+                             "chars[c0 + lane, n_sig:]))"),
         "                    if gate_open(table, g0, g1, chars[c0 + lane, n_sig:], chars[c0 + lane, s0:s1], par):",
         "                        live += 1",
         "                if live == 0:",
@@ -526,10 +540,11 @@ def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
     The same arguments as ``run_serial``; the slices have the executor's types, so each
     kernel is compiled once for both.
     """
-    from .gates import gate_open
+    from .gates import gate_open, gate_why
 
     names = kinds()
     kernels = [REGISTRY[name].KERNEL for name in names] + [REGISTRY[name].EARLY_KERNEL for name in names]
+    closing = [REGISTRY[name].CLOSING_KERNEL for name in names]
     n_ops, ops_at, io_at, n_sig = (int(x) for x in table[[N_OPS, OPS_AT, IO_AT, N_SIG]])
     every = iter(_any_module(names).dbs(table, clipbuf))  # the core db, then those of node types with tables
     core = next(every)
@@ -543,6 +558,8 @@ def walk_in_python(table, par, chars, vecs, rots, clipbuf, dt):
             row = table[ops_at + OP_WIDTH * i:ops_at + OP_WIDTH * (i + 1)]
             kind, x = row[OP_KIND], t[row[OP_STATE]:row[OP_STATE_END]]
             g0, g1 = io_at + row[OP_GATE], io_at + row[OP_GATE_END]
+            if g0 < g1 and kind < len(names) and closing[kind] is not None:
+                closing[kind](par[row[OP_PAR]:row[OP_PAR_END]], x, s, gate_why(table, g0, g1, t))
             if g0 < g1 and not gate_open(table, g0, g1, t, x, par):
                 continue
             kernels[kind](table[io_at + row[OP_INS]:io_at + row[OP_OUTS]],

@@ -8,10 +8,19 @@ array (``animgraph.plan``)::
     entered  offset of its mask of branches entered this frame (to restart)
     mask     the branch's bit
     init     offset in ``par`` of this op's initial state row (what a fresh instance holds)
+    why      offset of the branch node's detail for its branches left (``animgraph.events.REASONS``:
+             a state machine's ``state_left``, a one-shot's ``aborted`` or ``ended``, a blend space's
+             ``weight``), or -1 for none
+    leaving  offset of its mask of branches that run this frame only to show where a transition
+             starts (a state left from rest: at weight 0), or -1 for none
 
 An op runs when every one of its gates is live (nested branches: all of them); on a frame its
 branch is entered its state is first set to its initial row, so a state's clips restart.  The
 masks are whole numbers held in float64 state (exact below 2**53).
+
+Before any of these -- its branch left, leaving, or about to restart -- an op whose node type has a *closing*
+kernel (``register(..., closing=...)``: a sample's open event ranges) gets it called with the
+detail ``gate_why`` gives, so every range it opened ends when its branch stops or restarts it.
 """
 
 from __future__ import annotations
@@ -20,8 +29,8 @@ import numpy as np
 
 from animgraph.jit import njit
 
-GATE = 4
-LIVE, ENTERED, MASK, INIT = range(GATE)
+GATE = 6
+LIVE, ENTERED, MASK, INIT, WHY, LEAVING = range(GATE)
 
 
 @njit(cache=True)
@@ -37,3 +46,25 @@ def gate_open(table, a, b, t, x, par):
             x[:] = par[init:init + x.shape[0]]
             break
     return True
+
+
+@njit(cache=True)
+def gate_why(table, a, b, t):
+    """The detail id (``animgraph.events``) the op whose gates are ``table[a:b]`` closes with this frame, for the
+    character of state ``t``: its first branch not live, else its first branch entered (a restart) or leaving; -1:
+    none."""
+    for k in range(a, b, GATE):
+        if (np.int64(t[table[k + LIVE]]) & table[k + MASK]) == 0:
+            return _why(table, k, t)
+    for k in range(a, b, GATE):
+        if (np.int64(t[table[k + ENTERED]]) & table[k + MASK]) != 0:
+            return _why(table, k, t)
+        if table[k + LEAVING] >= 0 and (np.int64(t[table[k + LEAVING]]) & table[k + MASK]) != 0:
+            return _why(table, k, t)
+    return -1.0
+
+
+@njit(cache=True)
+def _why(table, k, t):
+    """Gate ``k``'s detail id: the branch node's field, or 0 (no detail)."""
+    return t[table[k + WHY]] if table[k + WHY] >= 0 else 0.0

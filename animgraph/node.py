@@ -111,6 +111,10 @@ only; the node's other ports are its main kernel's).  Both kernels get the same 
 An early input in ``branch_conditions()`` is read only while its branch is live; when the
 branch's own nodes compute it, they are gated with the branch and the early kernel reads the
 value they left in the last frame it ran (one frame late: a state's clip's time left).
+A third field, ``WHY_FIELD``, holds the detail id (``animgraph.events.REASONS``) the node's
+branches stop with; an op whose type has a closing kernel (``register(kernel, closing=...)``:
+a sample's open event ranges) gets it before its branch stops or restarts it, or while the
+branch runs only to show where a transition starts (the mask at ``LEAVING_FIELD``, if any).
 """
 
 from __future__ import annotations
@@ -328,8 +332,12 @@ class Node(BaseModel):
     EXAMPLE: ClassVar[dict] = {}  # fields a newly added node needs besides its defaults (editor palette, generic tests)
     RESET: ClassVar[str] = ""  # why a reset needs more than the op's initial state row ("": a copy of it does)
     EARLY_KERNEL: ClassVar[object] = None  # set by ``register(kernel, early=...)``: the early phase, if any
+    CLOSING_KERNEL: ClassVar[object] = None  # set by ``register(kernel, closing=...)``: before a gate stops it
+    EVENT_WEIGHT: ClassVar[object] = None  # the scalar input its events' weight comes in by (animgraph.sync), if any
     LIVE_FIELD: ClassVar[int] = -1  # branches: state offset of the mask of branches needed this frame
     ENTERED_FIELD: ClassVar[int] = -1  # branches: state offset of the mask of branches to restart this frame
+    WHY_FIELD: ClassVar[int] = -1  # branches: state offset of the detail id its branches stop with (-1: none)
+    LEAVING_FIELD: ClassVar[int] = -1  # branches: state offset of the mask of those run only to start a transition
 
     @model_validator(mode="before")
     @classmethod
@@ -417,8 +425,10 @@ class Node(BaseModel):
 REGISTRY: dict = {}
 
 
-def register(kernel, tile=None, early=None):
-    """Class decorator: add a node model with its numba ``kernel`` (optional: lane ``tile`` kernel, ``early`` kernel)."""
+def register(kernel, tile=None, early=None, closing=None):
+    """Class decorator: add a node model with its numba ``kernel`` (optional: lane ``tile`` kernel, ``early`` kernel,
+    ``closing`` kernel ``(par, st, sig, why)``: called for a gated op before its branch stops or restarts it,
+    ``animgraph.gates``)."""
 
     def wrap(cls):
         name = cls.model_fields["type"].default
@@ -427,6 +437,7 @@ def register(kernel, tile=None, early=None):
         cls.KERNEL = staticmethod(kernel)  # a numba dispatcher would otherwise bind as a method
         cls.TILE_KERNEL = staticmethod(tile) if tile is not None else None
         cls.EARLY_KERNEL = staticmethod(early) if early is not None else None
+        cls.CLOSING_KERNEL = staticmethod(closing) if closing is not None else None
         REGISTRY[name] = cls
         return cls
 

@@ -344,10 +344,10 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     ``reuse_slots=False``: a debug plan, where no two pose outputs share a slot.  ``events``: the
     records each character's event block holds between two ``Instance.events()`` calls (0: none).
     """
-    checked = _checked(graph, batch, warn)
     if not (isinstance(events, (int, np.integer)) and not isinstance(events, bool) and 0 <= events <= MAX_EVENTS):
         raise GraphError(f"events must be a whole number of records in [0, {MAX_EVENTS}], got {events!r}",
-                         file=graph.path)
+                         file=getattr(graph, "path", None))
+    checked = _checked(graph, batch, warn, events > 0)
     order, nodes = checked.order, {nid: checked.nodes[nid] for nid in checked.order}
     skeleton, clips = _clips(graph, checked, assets, skeleton)
     variants = [(name, variant, type(nodes[nid])) for nid in order for name, variant in nodes[nid].clip_variants()]
@@ -398,13 +398,14 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     )
 
 
-def _checked(graph, batch, warn):
-    """The checked graph (``check.check``), after refusing a bad ``graph`` or ``batch``."""
+def _checked(graph, batch, warn, events):
+    """The checked graph (``check.check``; with the events' weights when ``events``), after refusing a bad ``graph``
+    or ``batch``."""
     if not isinstance(graph, Graph):
         raise GraphError(f"make_plan: graph must be a Graph, got {type(graph).__name__}")
     if not (isinstance(batch, (int, np.integer)) and not isinstance(batch, bool) and 1 <= batch <= MAX_BATCH):
         raise GraphError(f"batch must be a whole number in [1, {MAX_BATCH}], got {batch!r}", file=graph.path)
-    return check(graph, graph.path, warn=warn)
+    return check(graph, graph.path, warn=warn, event_weights=events)
 
 
 def _clips(graph, checked, assets, skeleton):
@@ -543,7 +544,9 @@ def _lay_out_gates(checked, nodes, at, par, state_ranges, initial_state):
             for m, mask in marks:
                 ms = state_ranges[checked.order.index(m)][0]
                 cls = type(nodes[m])
-                entries += [ms + cls.LIVE_FIELD, ms + cls.ENTERED_FIELD, mask, n_par]
+                why = ms + cls.WHY_FIELD if cls.WHY_FIELD >= 0 else -1
+                leaving = ms + cls.LEAVING_FIELD if cls.LEAVING_FIELD >= 0 else -1
+                entries += [ms + cls.LIVE_FIELD, ms + cls.ENTERED_FIELD, mask, n_par, why, leaving]
             n_par += s1 - s0
         ranges.append((start, at + len(entries)))
     return np.array(entries, np.int64), ranges, np.concatenate(par)

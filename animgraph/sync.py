@@ -9,9 +9,14 @@ a looping sample cut to its whole gait cycles (``cycles``), so that its loop wra
 
 A member's *effective weight* is the largest, over paths along pose links from it to a graph output,
 of the product of the weights the nodes on the path give the inputs it enters by
-(``Node.input_weights``).  Here those paths become a small graph: its vertices the members and every
-node on such a path, its edges the pose links between them, each with its weight's source (a linked
-signal, which becomes an input of the group node, or a constant folded from an unlinked field).
+(``Node.input_weights``).  Here those paths become a small graph (``animgraph.weights``): its
+vertices the members and every node on such a path, its edges the pose links between them, each
+with its weight's source (a linked signal, which becomes an input of the group node, or a constant
+folded from an unlinked field).
+
+The same weights go with events: after the groups, ``add_event_weights`` adds one ``event_weights``
+node (``nodes/event_weights.py``, id ``__event_weights``) for the samples outside groups, linked
+into their ``weight`` inputs (``Node.EVENT_WEIGHT``), unless every such weight is a constant 1.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import numpy as np
 
 from .errors import GraphError
 
 PREFIX = "__sync_"  # id of a group's node: PREFIX + group name
+EVENT_WEIGHTS = "__event_weights"  # id of the node giving samples outside groups their events' weights
 
 
 def add_groups(nodes, index, ports, feeds, file, make_ports):
@@ -94,6 +101,7 @@ def _group_fields(name, members, nodes, ports, feeds, file):
         return sources[src]
 
     vertices, sinks, edges = _weight_graph(members, nodes, ports, feeds)
+    out_edges = _edge_fields(edges, vertices, nodes, ports, feeds, signal_input, file)
     rows = []
     for sid in members:
         m = nodes[sid].sync_member()
@@ -110,17 +118,86 @@ def _group_fields(name, members, nodes, ports, feeds, file):
             if port is not None and (sid, port) not in feeds:  # its events' weight and voice, unless linked by hand
                 links.append(((sid, port), (PREFIX + name, f"{sid}_{out}")))
         nodes[sid] = m["driven"]
-    out_edges = []
-    for src, dst, port in edges:
-        w = nodes[dst].input_weights().get(port)
-        edge = {"src": vertices[src], "dst": vertices[dst]}
-        edge |= {"input": -1, "offset": 1.0} if w is None else _term(w, dst, nodes, ports, feeds, signal_input, file)
-        out_edges.append(edge)
     for src, k in sources.items():
         links.append(((PREFIX + name, f"in{k}"), src))
     fields = {"members": rows, "signals": signals, "vertices": len(vertices), "sinks": sorted(sinks),
               "edges": out_edges}
     return fields, links
+
+
+def add_event_weights(nodes, index, ports, feeds, file, make_ports, reaches):
+    """Add the ``event_weights`` node and its links for the samples outside groups whose events' weight is not a
+    constant 1 (in place, as ``add_groups``).  ``reaches(nid, (src, port))``: whether node ``nid``'s outputs lead to
+    signal ``src.port`` in the schedule (a weight read downstream of its own sample would make a cycle: that sample
+    keeps weight 1, and a note says so).  Returns the notes."""
+    wanted = [nid for nid, node in nodes.items()
+              if node.EVENT_WEIGHT is not None and (nid, node.EVENT_WEIGHT) not in feeds]
+    notes = []
+    while wanted:
+        vertices, sinks, edges = _weight_graph(wanted, nodes, ports, feeds)
+        reads = {src for _, dst, port in edges for src in _read(nodes[dst].input_weights().get(port), dst, ports, feeds)}
+        late = [nid for nid in wanted if any(reaches(nid, src) for src in reads)]
+        if not late:
+            break
+        notes += [f"node {nid!r}: its events carry weight 1: its weight reads a signal computed from its own output"
+                  for nid in late]
+        wanted = [nid for nid in wanted if nid not in late]
+    if not wanted:
+        return notes
+    if EVENT_WEIGHTS in nodes:
+        raise GraphError(f"node id {EVENT_WEIGHTS!r} is the events' weights': rename the node", EVENT_WEIGHTS, None, file)
+    signals, sources = [], {}
+
+    def signal_input(src, kind):
+        if src not in sources:
+            sources[src] = len(signals)
+            signals.append(kind)
+        return sources[src]
+
+    out_edges = _edge_fields(edges, vertices, nodes, ports, feeds, signal_input, file)
+    if not signals and _constant_weights(len(vertices), sinks, out_edges)[:len(wanted)].min(initial=1.0) == 1.0:
+        return notes  # every weight a constant 1: what an unlinked weight input gives
+    from .node import REGISTRY
+
+    node = REGISTRY["event_weights"].model_validate(
+        {"id": EVENT_WEIGHTS, "type": "event_weights", "sources": wanted, "signals": signals,
+         "vertices": len(vertices), "sinks": sorted(sinks), "edges": out_edges})
+    nodes[EVENT_WEIGHTS], index[EVENT_WEIGHTS] = node, len(index)
+    ports[EVENT_WEIGHTS] = make_ports(node)
+    for sid in wanted:
+        feeds[(sid, nodes[sid].EVENT_WEIGHT)] = (EVENT_WEIGHTS, f"{sid}_weight")
+    for src, k in sources.items():
+        feeds[(EVENT_WEIGHTS, f"in{k}")] = src
+    return notes
+
+
+def _read(w, nid, ports, feeds):
+    """The signals ((node id, port)) ``Weight`` ``w`` of node ``nid`` reads: none for a constant."""
+    if w is None:
+        return ()
+    if w.port in ports[nid][1]:
+        return ((nid, w.port),)
+    return (feeds[(nid, w.port)],) if (nid, w.port) in feeds else ()
+
+
+def _constant_weights(n, sinks, edges):
+    """The vertices' weights of a weight graph whose every edge is a constant (``animgraph.weights``)."""
+    w = np.zeros(n)
+    w[list(sinks)] = 1.0
+    for e in edges:
+        w[e["src"]] = max(w[e["src"]], w[e["dst"]] * e["offset"])
+    return w
+
+
+def _edge_fields(edges, vertices, nodes, ports, feeds, signal_input, file):
+    """The weight graph's edges as ``Edge`` fields (``animgraph.weights``), their signals added by ``signal_input``."""
+    out = []
+    for src, dst, port in edges:
+        w = nodes[dst].input_weights().get(port)
+        edge = {"src": vertices[src], "dst": vertices[dst]}
+        edge |= {"input": -1, "offset": 1.0} if w is None else _term(w, dst, nodes, ports, feeds, signal_input, file)
+        out.append(edge)
+    return out
 
 
 def _term(w, nid, nodes, ports, feeds, signal_input, file):

@@ -28,6 +28,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from animgraph.args import broadcast_poses, check_scales, node_model, weights
+from animgraph.events import reason_id
 from animgraph.jit import njit
 from animgraph.limits import Part, Signal
 from animgraph.node import Node, Port, Weight, fields, register, slot
@@ -42,7 +43,7 @@ PAR = fields("BlendSpace1dPar", entries=1)
 # State: the entries needed now and those entered now (bit masks, see animgraph.node's branches; none ever entered), the
 # last finite parameter; the live entries (ascending index), their weights and rates (the early kernel tells the pose
 # kernel).
-ST = fields("BlendSpace1dSt", live=1, entered=1, last=1, count=1, idx=3, w=3, dw=3)
+ST = fields("BlendSpace1dSt", live=1, entered=1, why=1, last=1, count=1, idx=3, w=3, dw=3)
 OUT = fields("BlendSpace1dOut", pose=1, motion=1)  # then <entry>_weight
 
 
@@ -122,7 +123,7 @@ class BlendSpace1d(Node):
 
     CATEGORY = "blends"
     FIELD_KINDS = {"entries": "branches", "sync_group": "name"}
-    LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
+    LIVE_FIELD, ENTERED_FIELD, WHY_FIELD = ST.live, ST.entered, ST.why
     EXAMPLE = {"entries": [{"name": "walk", "at": 1.0}, {"name": "jog", "at": 2.5}, {"name": "run", "at": 4.0}]}
 
     @model_validator(mode="after")
@@ -159,7 +160,10 @@ class BlendSpace1d(Node):
                                np.asarray(order, np.float64)])
 
     def state(self, ctx=None, time=0.0):
-        return np.zeros(ST.SIZE, np.float64)
+        """No weights yet; an entry's nodes stop with the detail ``weight`` (its weight fell to 0)."""
+        st = np.zeros(ST.SIZE, np.float64)
+        st[ST.why] = reason_id("weight")
+        return st
 
     def early_ports(self):
         """The parameter is read, and the weights written, before the entries' nodes run."""

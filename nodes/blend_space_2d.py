@@ -30,6 +30,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from animgraph.args import broadcast_poses, check_scales, node_model, numbers
+from animgraph.events import reason_id
 from animgraph.jit import njit
 from animgraph.limits import Part, Signal
 from animgraph.node import Node, Port, Weight, fields, register, slot
@@ -45,7 +46,7 @@ PAR = fields("BlendSpace2dPar", entries=1, triangles=1, hull=1)
 # State: the entries needed now and those entered now (bit masks, see animgraph.node's branches; none ever entered), the
 # walk's hint (a triangle, or -1 - a hull edge), the last finite parameter (x, z); the live entries (ascending index),
 # their weights and rates (the early kernel tells the pose kernel).
-ST = fields("BlendSpace2dSt", live=1, entered=1, hint=1, last=2, count=1, idx=3, w=3, dw=3)
+ST = fields("BlendSpace2dSt", live=1, entered=1, why=1, hint=1, last=2, count=1, idx=3, w=3, dw=3)
 OUT = fields("BlendSpace2dOut", pose=1, motion=1)  # then <entry>_weight
 
 
@@ -124,7 +125,7 @@ class BlendSpace2d(Node):
 
     CATEGORY = "blends"
     FIELD_KINDS = {"entries": "branches", "parameter": "axis", "sync_group": "name"}
-    LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
+    LIVE_FIELD, ENTERED_FIELD, WHY_FIELD = ST.live, ST.entered, ST.why
     EXAMPLE = {"entries": [{"name": "idle", "at": [0.0, 0.0]}, {"name": "forward", "at": [0.0, 1.0]},
                            {"name": "left", "at": [-1.0, 0.0]}, {"name": "right", "at": [1.0, 0.0]}]}
 
@@ -168,7 +169,10 @@ class BlendSpace2d(Node):
                                                                   for a in (tris, nbrs, hull))])
 
     def state(self, ctx=None, time=0.0):
-        return np.zeros(ST.SIZE, np.float64)
+        """No weights yet; an entry's nodes stop with the detail ``weight`` (its weight fell to 0)."""
+        st = np.zeros(ST.SIZE, np.float64)
+        st[ST.why] = reason_id("weight")
+        return st
 
     def early_ports(self):
         """The parameter is read, and the weights written, before the entries' nodes run."""

@@ -20,6 +20,11 @@ plays (or cross-fades out) do its nodes run.
 "What showed" is the base itself at a fire from rest (exact, with its velocities), else the
 node's previous output carried a frame on at its velocities: no pose history is kept.
 
+Events (``animgraph.events``): instants at the start of the step: ``fired`` (also on a re-fire),
+``ended`` when the shot begins blending out by itself, ``aborted`` when an abort stops it while it
+plays.  Its own samples end the event ranges they have open when it stops running them or
+restarts them (detail ``aborted`` for an abort or a re-fire, ``ended`` after its end).
+
 Outputs: the pose; the root motion (``motion: "shot"``: the shot's while it plays, hidden as
 the pose is; ``"base"``: the base's always); ``active`` (playing or blending out);
 ``shot_time`` (seconds since the fire, rate 1 while active); ``time_left`` (seconds until
@@ -35,6 +40,7 @@ import numpy as np
 from pydantic import Field
 
 from animgraph.branches import MAX_BRANCHES, Branch, branch_mask
+from animgraph.events import CAP, INSTANT, emit, reason_id
 from animgraph.fades import layer_kernel, smoothstep
 from animgraph.jit import njit
 from animgraph.kernels import KFORM, copy_pose, state_pose
@@ -68,17 +74,20 @@ EARLY_INS, EARLY_OUTS = ("fire", "abort", "shot_time_left"), ("active", "shot_ti
 
 IDLE, PLAYING, OUT_ = 0.0, 1.0, 2.0  # phases
 NONE, FIRED, ENDED = 0.0, 1.0, 2.0  # this frame's event
+ABORTED, ENDED_BY_ITSELF = float(reason_id("aborted")), float(reason_id("ended"))  # the details its nodes stop with
 FOREVER = 1e9  # time_left of a shot that ends only by abort (s)
 MOTION = 6  # a motion signal's floats
 
 # Parameters: durations (s), cross-fading (1) or inertialized (0), root motion from the shot (1), then the mask (J).
-PAR = fields("OneShotPar", blend_in=1, blend_out=1, crossfade=1, shot_motion=1)
+PAR = fields("OneShotPar", blend_in=1, blend_out=1, crossfade=1, shot_motion=1, source=1, on_fire=1, on_end=1,
+             on_abort=1)  # then the events' source (-1: none) and name ids
 # State: the phase, this frame's event, seconds since the fire and into the current blend, the last fire and abort
-# inputs (edges), the shot's weight when the current blend began, the branch masks (live, entered), whether the node
-# was at rest when the event came (the base showed as it is); the offset's clock (a previous output exists, shows,
+# inputs (edges), the shot's weight when the current blend began, the branch masks (live, entered) and the detail its
+# nodes stop with (aborted or ended), whether the node was at rest when the event came (the base showed as it is); the
+# offset's clock (a previous output exists, shows,
 # seconds, duration); then per joint the previous output and the offset; then the root motion shown and its offset.
 ST = fields("OneShotSt", phase=1, event=1, shot_time=1, clock=1, last_fire=1, last_abort=1, w_from=1, live=1,
-            entered=1, rest=1, shown=1, active=1, elapsed=1, length=1)
+            entered=1, why=1, rest=1, shown=1, active=1, elapsed=1, length=1)
 JOINT = fields("OneShotJoint", prev=KFORM, off=OFFSET)
 TAIL = fields("OneShotMotion", last=MOTION, offset=MOTION)
 
@@ -110,6 +119,13 @@ def shot_weight(par, st):
 
 
 @njit(cache=True)
+def announce(sig, par, name):
+    """An instant event ``name`` (the id in ``par`` at that field), at the step's start."""
+    if par[PAR.source] >= 0.0 and sig[CAP] > 0.0:
+        emit(sig, par[PAR.source], par[name], INSTANT, 0.0, 1.0, 0.0)
+
+
+@njit(cache=True)
 def one_shot_decide(ins, outs, par, st, pose, sig, db, dt):
     """The early kernel: fire, abort and the shot's end; whether the shot's nodes run (and restart) this frame."""
     fire = rising(sig, ins[IN.fire], st, ST.last_fire)
@@ -124,9 +140,13 @@ def one_shot_decide(ins, outs, par, st, pose, sig, db, dt):
     # The shot's time left is last frame's (its nodes run after this): past the fire frame, it is this shot's.
     ends = abort or (left >= 0 and st[ST.shot_time] > 0.0 and sig[left] <= par[PAR.blend_out])
     if fire:
+        announce(sig, par, PAR.on_fire)
+        st[ST.why] = ABORTED  # a re-fire cuts the playing shot short
         phase, event = PLAYING, FIRED
         st[ST.shot_time], st[ST.clock], st[ST.w_from] = 0.0, 0.0, w_now
     elif phase == PLAYING and ends:
+        announce(sig, par, PAR.on_abort if abort else PAR.on_end)
+        st[ST.why] = ABORTED if abort else ENDED_BY_ITSELF
         phase, event = OUT_, ENDED
         st[ST.clock], st[ST.w_from] = 0.0, w_now
     elif phase == OUT_ and st[ST.clock] >= par[PAR.blend_out]:
@@ -218,14 +238,19 @@ class OneShot(Node):
     FIELD_KINDS = {"branches": "branches", "blend": "enum", "motion": "enum"}
     INPUTS = INPUTS
     OUTPUTS = OUTPUTS
-    LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
+    LIVE_FIELD, ENTERED_FIELD, WHY_FIELD = ST.live, ST.entered, ST.why
+    EVENTS = True
 
     def params(self, ctx):
         """Durations, the blend, the motion, and the per-joint mask (plan time: joint names to weights)."""
         joints = len(ctx.skeleton)
         mask = branch_mask(ctx, self, "branches", self.branches) if self.branches else np.ones(joints)
+        planned = hasattr(ctx, "event_names")  # in a plan, not a OneShotPlayer
+        ids = ctx.event_names().id if planned else (lambda name: 0)
         head = PAR.pack(blend_in=cut_seconds(self.blend_in), blend_out=cut_seconds(self.blend_out),
-                        crossfade=self.blend == "crossfade", shot_motion=self.motion == "shot")
+                        crossfade=self.blend == "crossfade", shot_motion=self.motion == "shot",
+                        source=ctx.event_source(self) if planned else -1, on_fire=ids("fired"), on_end=ids("ended"),
+                        on_abort=ids("aborted"))
         return np.concatenate([head, mask])
 
     def state(self, ctx, time=0.0):

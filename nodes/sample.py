@@ -49,12 +49,14 @@ for the group's phase and that time's rate, so the velocities below stay exact.
 Events (``animgraph.events``): the instants and ranges of the played clip's tracks (the derived plants and
 contacts, an asset's own) that the node's clock passes in a step go to the caller (``Instance.events``): on the
 own clock its advance from the time this frame shows by ``rate * dt`` (a point fires at ``(x - start) / rate`` s
-after a reset, whatever the steps), driven by ``time`` the move from the last step's time to this one's;
-forward or backward, through loops, every lap of a long step.  A reset or teleport ends the ranges open
-(detail ``reset``, ``teleport``); after a teleport they reopen.  Events carry the ``weight`` input (default 1) and
-are dropped under ``event_min_weight``; in a sync group the group links the member's effective weight and whether it
-``leads``: only the leader's plants and contacts become events.  A looping clip's time input given modulo the loop
-(a group's) moves the lap its rate says, so a wrap is not a backward jump.
+after a reset, whatever the steps), driven by ``time`` the move from the last step's time to this one's (a looping
+clip's time given modulo the loop moves the lap its rate says, so a wrap is not a backward jump); forward or
+backward, through loops, every lap of a long step.  A sync group's time shows the step's start as an own clock
+does, so a member's events look ahead as an own clock's: on from its time at its rate, from where the last step's
+crossings ended.  A reset or teleport ends the ranges open (detail ``reset``, ``teleport``); after a teleport they
+reopen; so does the branch that stops running the node (``sample_closing``).  Events carry the ``weight`` input
+(the planner links the effective weight: ``animgraph.sync``) and are dropped under ``event_min_weight``; in a sync
+group only the member that ``leads`` turns its plants and contacts into events.
 
 Time left (``time_left``, always output): the seconds until the clip's end at the current playback
 rate (its start when the rate is negative), ``R / |rate|`` with ``R`` the clip seconds still to
@@ -73,7 +75,7 @@ from typing import ClassVar, Literal, Optional
 
 import numpy as np
 from animgraph.jit import njit
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from animgraph.maths import (
     ang_to_sa_dx,
@@ -112,7 +114,7 @@ from animgraph.node import (
     slot,
 )
 from animgraph.errors import GraphError
-from animgraph.events import CAP, END, G_NAME, INTERRUPTED, OPEN, POINT, RANGE, clock_events, emit, points, reason_id
+from animgraph.events import CAP, POINT, RANGE, clock_events, close_ranges, points, reason_id
 from animgraph.phase import MarkerError, whole_cycles
 from animgraph.poseops import fk_frames
 from animgraph.preprocess import loop_cut, motion_track, repeat_features, root_motion_clip, seamless
@@ -152,8 +154,9 @@ IN, OUT = port_indices("SampleIn", INPUTS), port_indices("SampleOut", OUTPUTS)
 # Then for events: their source (its op index), the events' weight threshold, and the numbers of points and
 # ranges of its clip's tracks, which follow (``animgraph.events.points``: POINT, then RANGE numbers each).
 PAR = fields("SamplePar", start=1, frames=1, key_dt=1, cubic=1, loop=1, root_motion=1, contacts=1, source=1,
-             min_weight=1, points=1, ranges=1)
-# The own clock (s); for events the time input's last time (s) and whether the clock is fresh (after a reset);
+             min_weight=1, points=1, ranges=1, ahead=1)
+# The own clock (s); for events the time input's last time (s; ahead: where the last step's crossings ended) and
+# whether the clock is fresh (after a reset);
 # then one flag per range of the clip's tracks (``animgraph.events``: closed, open or interrupted).
 ST = fields("SampleSt", clock=1, last=1, fresh=1)
 TIME_LEFT_NEVER = 1e9  # s: the time left of a clip that never ends (looping, or at rate 0)
@@ -584,10 +587,18 @@ def sample_events(ins, par, st, sig, t, rate, dt):
     frames, key_dt, loop = int(par[PAR.frames]), par[PAR.key_dt], par[PAR.loop] > 0.5
     fresh = st[ST.fresh] > 0.5
     length = frames * key_dt if loop else (frames - 1) * key_dt
-    if ins[IN.time] >= 0:
+    if ins[IN.time] >= 0 and par[PAR.ahead] > 0.5:
+        # A sync group's time shows the step's start, as an own clock: on from it at its rate, from where the last
+        # step's crossings ended (no point twice, none missed, if the group's next time is off that line).
+        a = t if fresh else st[ST.last]
+        if loop and length > 0.0:  # the time is given modulo the loop: its lap nearest a
+            t += length * math.floor((a - t) / length + 0.5)
+        b = t + rate * dt
+        st[ST.last] = b - length * math.floor(b / length) if loop and length > 0.0 else b
+    elif ins[IN.time] >= 0:
         a, b = (t if fresh else st[ST.last]), t
         st[ST.last] = t
-        if loop and length > 0.0:  # a time given modulo the loop (a sync group's) moves the lap its rate says
+        if loop and length > 0.0:  # a time given modulo the loop moves the lap its rate says
             b += length * math.floor((a + rate * dt - b) / length + 0.5)
     else:
         a, b = t, t + rate * dt
@@ -598,6 +609,17 @@ def sample_events(ins, par, st, sig, t, rate, dt):
     clock_events(sig, par[PAR.source], pts, spans, st[ST.SIZE:], a, b, loop, length, fresh, dt,
                  weight if math.isfinite(weight) else 0.0, par[PAR.min_weight], leads)
     st[ST.fresh] = 0.0
+
+
+@njit(cache=True)
+def sample_closing(par, st, sig, why):
+    """Its branch stops or restarts it (``animgraph.gates``; ``why`` the detail id, -1 neither): the ranges it has
+    open end."""
+    r = int(par[PAR.ranges])
+    if why < 0.0 or r == 0 or sig[CAP] == 0.0:
+        return
+    at = PAR.SIZE + POINT * int(par[PAR.points])
+    close_ranges(sig, par[PAR.source], par[at:at + RANGE * r].reshape((r, RANGE)), st[ST.SIZE:], why)
 
 
 @njit(cache=True, inline="always")
@@ -632,11 +654,12 @@ def sample_tile(ins, outs, par, st, tile, sig, db, dt):
     return True
 
 
-@register(sample_node, tile=sample_tile)
+@register(sample_node, tile=sample_tile, closing=sample_closing)
 class Sample(Node):
     """Play a clip: its local pose with exact velocities, on its own clock or at a given time."""
 
     type: Literal["sample"] = "sample"
+    _ahead: bool = PrivateAttr(False)  # its time input is a sync group's (``sync_member``): events look ahead
     CLIP_TABLES: ClassVar[tuple] = CLIP_TABLES
     clip: str = Field(min_length=1, description="clip asset name")
     mode: Literal["linear", "cubic"] = "cubic"
@@ -679,6 +702,7 @@ class Sample(Node):
 
     CATEGORY = "sources"
     EVENTS = True
+    EVENT_WEIGHT = "weight"  # the planner links its effective weight there (animgraph.sync.add_event_weights)
     RESET = ("a reset to time t sets the clock to t: the initial row is a reset to 0 s; its hook first ends the open "
              "ranges (events)")
     FIELD_KINDS = {"clip": "clip", "mode": "enum", "sync_group": "name"}
@@ -701,7 +725,8 @@ class Sample(Node):
         goes plant to plant."""
         if self.time is not None:
             return None
-        driven = self.model_copy(update={"cycles": True}) if self.loop else self
+        driven = self.model_copy(update={"cycles": True} if self.loop else {})
+        driven._ahead = True  # the group's time shows the step's start: its events look ahead, as an own clock's
         return {"group": self.sync_group, "clip": self.clip, "variant": driven._variant(), "loop": self.loop,
                 "start": self.start, "rate": self.rate, "rate_port": "rate", "time_port": "time",
                 "weight_port": "weight", "leads_port": "leads", "driven": driven}
@@ -736,7 +761,7 @@ class Sample(Node):
         pts, spans = self._points(ctx)
         head = PAR.pack(start=r.start, frames=r.frames, key_dt=r.dt, cubic=self.mode == "cubic", loop=self.loop,
                         root_motion=self.root_motion, contacts=self.contacts, source=ctx.event_source(self),
-                        min_weight=self.event_min_weight, points=len(pts), ranges=len(spans))
+                        min_weight=self.event_min_weight, points=len(pts), ranges=len(spans), ahead=self._ahead)
         return np.concatenate([head, pts.reshape(-1), spans.reshape(-1)])
 
     def state(self, ctx, time=0.0):
@@ -766,13 +791,8 @@ class Sample(Node):
 def end_ranges(op, rows, reason):
     """Write an ``end`` (detail ``reason``) for each range open for characters ``rows``, and mark it interrupted
     (it opens again on the next step where it holds the clock): a hook's work."""
-    n, r = int(op.par[PAR.points]), int(op.par[PAR.ranges])
-    spans = op.par[PAR.SIZE + POINT * n:PAR.SIZE + POINT * n + RANGE * r].reshape(r, RANGE)
-    opened = op.st[:, ST.SIZE:]
     for c in rows:
-        for row in np.flatnonzero(opened[c] == OPEN):
-            emit(op.sig[c], op.par[PAR.source], spans[row, G_NAME], END, 0.0, 1.0, float(reason_id(reason)))
-            opened[c, row] = INTERRUPTED
+        sample_closing(op.par, op.st[c], op.sig[c], float(reason_id(reason)))
 
 
 def cycle_clip(skel, clip, root_motion):

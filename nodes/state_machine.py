@@ -36,6 +36,14 @@ state changes, and per state ``<state>_time``: seconds since it was last entered
 entry, rate 1 while active, held while not), which a state's samples may link to their
 ``time`` input so the state's clips start from their beginning on entry.
 
+Events (``animgraph.events``, read by ``Instance.events``): instants at the start of the step
+the machine decides in: ``entered`` and ``left`` with the state's name as detail on a change
+(from the state it was in to the state it ends the frame in: hops through other states within
+one frame are not announced), ``entered`` for the start state on the first frame and after a
+reset, and ``travel_jump`` (detail: the state travelled to) when travel finds no path.  A
+state's own samples end the event ranges they have open when it is left (detail
+``state_left``; ``animgraph.gates``).
+
 Only the active state's nodes run: the machine decides in an early kernel, before the
 nodes its states need (``animgraph.node``, branches), and the planner gates every node
 needed only through one state's inputs (its pose and ``<state>_motion``) on that state
@@ -55,6 +63,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from animgraph.jit import njit
 from animgraph.decay import halflife_rate
+from animgraph.events import CAP, INSTANT, emit, reason_id
 from animgraph.fades import carry_pose, crossfade_kernel, dead_blend_kernel, fade_motion, smoothstep
 from animgraph.kernels import KFORM, copy_pose, state_pose
 from animgraph.limits import Part, cut_seconds, seconds_field
@@ -71,9 +80,11 @@ FIXED_PORTS = ("pose", "motion", "state", "time_in_state", "changed", "travel")
 BOOL, SCALAR = 0.0, 1.0  # a condition's kind
 UNBOUNDED = 1e300  # an absent above/below (parameters are finite)
 
-# Parameters: counts, then the condition kinds (one per condition), the transitions in the order they are
-# tried (priority, then file order; ROW each), and the travel table (states x states: a row, or -1).
-PAR = fields("StateMachinePar", states=1, conditions=1, transitions=1, hops=1, jump=1)
+# Parameters: counts, the events' source (-1: none) and name ids, then the condition kinds (one per condition), the
+# transitions in the order they are tried (priority, then file order; ROW each), the travel table (states x states: a
+# row, or -1), the states' reset_on_enter, and their names' event ids.
+PAR = fields("StateMachinePar", states=1, conditions=1, transitions=1, hops=1, jump=1, source=1, on_enter=1,
+             on_leave=1, on_jump=1)
 ROW = fields("StateMachineRow", src=1, dst=1, condition=1, above=1, below=1, duration=1, blend=1, rate=1)
 BLENDS = ("inertialize", "crossfade", "dead_blend")
 INERTIALIZE, CROSSFADE, DEAD_BLEND = range(3)
@@ -86,8 +97,8 @@ INERTIALIZE, CROSSFADE, DEAD_BLEND = range(3)
 # output is the state it left, whose nodes run that frame); the running fade (crossfade or dead blend): the crossfade's
 # source state (-1 none), its seconds, duration (0: none) and the dead blend's velocity decay (1/s).
 ST = fields("StateMachineSt", cur=1, time=1, target=1, last_travel=1, travelled=1, shown=1, elapsed=1, active=1,
-            length=1, hop=1, live=1, entered=1, was=1, blend=1, busy=1, fade_from=1, fade=1, fade_length=1,
-            fade_rate=1)
+            length=1, hop=1, live=1, entered=1, why=1, leaving=1, was=1, blend=1, busy=1, fade_from=1, fade=1, fade_length=1,
+            fade_rate=1)  # why: the detail its states' nodes stop with (state_left); leaving: the state left from rest
 JOINT = fields("StateMachineJoint", prev=KFORM, off=OFFSET, old=KFORM)  # old: the dead blend's snapshot
 FIXED_OUTS = fields("StateMachineOut", pose=1, motion=1, state=1, time_in_state=1, changed=1)  # then <state>_time
 MOTION = 6  # a motion signal's floats
@@ -118,6 +129,16 @@ def first_transition(ins, par, sig, n, n_cond, n_trans, cur):
         if c < 0 or holds(sig, ins[n + c], par[PAR.SIZE + c], par[at + ROW.above], par[at + ROW.below]):
             return r
     return -1
+
+
+@njit(cache=True)
+def announce(sig, par, name, state):
+    """An instant event ``name`` (the id in ``par`` at that field) with ``state``'s name as detail, at the step's start."""
+    if par[PAR.source] < 0.0 or sig[CAP] == 0.0:
+        return
+    n = int(par[PAR.states])
+    names = PAR.SIZE + int(par[PAR.conditions]) + int(par[PAR.transitions]) * ROW.SIZE + n * n + n
+    emit(sig, par[PAR.source], par[name], INSTANT, 0.0, 1.0, par[names + state])
 
 
 @njit(cache=True)
@@ -158,6 +179,8 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
     length, hop = -1.0, -1  # the duration and row of the last hop taken this frame (row -1: travel's jump)
     if st[ST.shown] > 0.5:
         r, target = follow_travel(ins, par, sig, st, n, n_cond, n_trans, cur)
+        if target >= 0 and r < 0:
+            announce(sig, par, PAR.on_jump, target)
         if target >= 0:
             length = par[rows + r * ROW.SIZE + ROW.duration] if r >= 0 else par[PAR.jump]
             cur, hop = (target if r < 0 else int(par[rows + r * ROW.SIZE + ROW.dst])), r
@@ -170,6 +193,11 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
                 length, hop = par[rows + r * ROW.SIZE + ROW.duration], r
                 cur = int(par[rows + r * ROW.SIZE + ROW.dst])
     changed = length >= 0.0 and cur != was
+    if changed:
+        announce(sig, par, PAR.on_leave, was)
+        announce(sig, par, PAR.on_enter, cur)
+    elif st[ST.shown] < 0.5:
+        announce(sig, par, PAR.on_enter, cur)
     if changed:
         start_fade(st, par[rows + hop * ROW.SIZE + ROW.blend] if hop >= 0 else INERTIALIZE,
                    par[rows + hop * ROW.SIZE + ROW.rate] if hop >= 0 else 0.0, length, was)
@@ -190,6 +218,8 @@ def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
     # machine would have shown, the transition's start.
     source = int(st[ST.fade_from]) if not changed or st[ST.busy] > 0.5 else was
     st[ST.live] = float((1 << cur) | (1 << source if source >= 0 else 0))
+    # Left from rest and not faded from: it runs this frame only to show where the change starts, at weight 0.
+    st[ST.leaving] = float(1 << was) if changed and source == was and int(st[ST.fade_from]) != was else 0.0
     st[ST.entered] = float(1 << cur) if changed and restart else 0.0
     sig[outs[FIXED_OUTS.state]] = cur
     sig[outs[FIXED_OUTS.time_in_state]], sig[outs[FIXED_OUTS.time_in_state] + 1] = st[ST.time], 1.0
@@ -340,7 +370,8 @@ class StateMachine(Node):
 
     CATEGORY = "transitions"
     FIELD_KINDS = {"start": "state", "states": "branches", "transitions": "branches"}
-    LIVE_FIELD, ENTERED_FIELD = ST.live, ST.entered
+    LIVE_FIELD, ENTERED_FIELD, WHY_FIELD, LEAVING_FIELD = ST.live, ST.entered, ST.why, ST.leaving
+    EVENTS = True
     EXAMPLE = {"start": "a", "states": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
                "transitions": [{"from": "a", "to": "b", "when": "speed", "above": 0.5},
                                {"from": "b", "to": "c", "when": "speed", "above": 2.0},
@@ -455,13 +486,17 @@ class StateMachine(Node):
         pairs = [(ANY if t.source == "any" else index[t.source], index[t.to]) for t in self.transitions]
         table = next_transitions(n, pairs)  # declaration indices; the kernel reads rows in the order tried
         table = np.vectorize(lambda k: row_of[k] if k >= 0 else -1, otypes=[np.float64])(table) if n else table
+        ids = ctx.event_names().id if ctx is not None else (lambda name: 0)
         head = PAR.pack(states=n, conditions=len(self.conditions()), transitions=len(rows),
-                        hops=self.max_transitions_per_frame, jump=cut_seconds(self.jump_duration))
+                        hops=self.max_transitions_per_frame, jump=cut_seconds(self.jump_duration),
+                        source=ctx.event_source(self) if ctx is not None else -1, on_enter=ids("entered"),
+                        on_leave=ids("left"), on_jump=ids("travel_jump"))
         kinds = [BOOL if kind == "bool" else SCALAR for _, kind in self.conditions()]
         return np.concatenate([head, np.asarray(kinds, np.float64),
                                np.asarray([v for _, r in rows for v in r], np.float64).reshape(-1),
                                np.asarray(table, np.float64).reshape(-1),
-                               np.asarray([s.reset_on_enter for s in self.states], np.float64)])
+                               np.asarray([s.reset_on_enter for s in self.states], np.float64),
+                               np.asarray([ids(s.name) for s in self.states], np.float64)])
 
     def early_ports(self):
         """The conditions and travel are read, and the state and its times written, before the states' nodes run."""
@@ -491,6 +526,7 @@ class StateMachine(Node):
         st = np.zeros(ST.SIZE + len(self.states) + JOINT.SIZE * joints + TAIL.SIZE, np.float64)
         st[ST.cur] = [s.name for s in self.states].index(self.start)
         st[ST.target], st[ST.last_travel], st[ST.fade_from] = -1.0, -1.0, -1.0
+        st[ST.why] = reason_id("state_left")
         return st
 
     def warnings(self):

@@ -381,6 +381,33 @@ def test_a_leader_change_mid_stride_neither_doubles_nor_drops_a_footstep():
     assert any(e.detail == "leader" for e in found if e.kind == "end")
 
 
+def test_synced_plants_under_a_ramping_speed_land_within_a_fraction_of_a_step_whatever_the_steps():
+    """The speed ramps 1.65 -> 3.9 m/s over 6 s (walk, jog, run weights changing all along): at 30 and 60 Hz the
+    same plants, in the same order, as at 480 Hz, each within a quarter of the coarse step (the group's phase is
+    integrated one step at a time, so the times are not exact; a member's events look ahead as an own clock's, so
+    they are not a step late either)."""
+    from animgraph import graphs
+
+    plan = ag.compile(graphs.path("blend_space"), events=4096)
+
+    def plants(hz):
+        inst, dt, found, t0 = plan.instance(), 1.0 / hz, [], 0.0
+        rate = (3.9 - 1.65) / 6.0
+        for _ in range(6 * hz):
+            inst.step(dt, {"speed": (1.65 + rate * t0, rate)})
+            found += [(t0 + e.time, e.name) for e in inst.events() if e.name.endswith("_plant")]
+            t0 += dt
+        return found
+
+    fine = plants(480)
+    assert len(fine) >= 14
+    for hz in (30, 60):
+        coarse = plants(hz)
+        assert [n for _, n in coarse] == [n for _, n in fine]
+        spread = np.abs(np.array([t for t, _ in coarse]) - np.array([t for t, _ in fine]))
+        assert spread.max() < 0.25 / hz, (hz, spread)
+
+
 def test_under_the_weight_threshold_a_sample_says_nothing(tmp_path):
     """Two synced samples under a blend: at alpha 0 the run's notify is dropped (weight 0 < 1e-5), at 0.3 it
     comes with weight 0.3; a range open when the weight falls ends with detail 'weight'."""
@@ -410,3 +437,152 @@ def test_under_the_weight_threshold_a_sample_says_nothing(tmp_path):
             assert all(abs(e.weight - 0.3) < 1e-9 for e in got)
             hits += sum(e.name == "hit" for e in got)
     assert drops >= 1 and hits >= 1  # the range was open at some drop; the notify spoke at 0.3
+
+
+# ---------------------------------------------------------------- state machines and one-shots
+
+SHOT_TRACKS = [{"name": "raise", "begin": 0.2, "end": 0.9}, {"name": "hit", "time": 0.5}]
+
+
+def machine(tmp_path):
+    """States a (the walk with ``TRACKS``), b (the run, its derived plants and contacts), c (the walk clamped,
+    entered only past b and left only by travel's jump), by ``speed``, with a crossfade, a dead blend and an
+    inertialization; under a one-shot of the wave (a range and an instant) fired and aborted by ``fire``/``abort``."""
+    nodes = [
+        {"id": "speed", "type": "input", "min": 0.0, "max": 4.0},
+        {"id": "fire", "type": "input", "signal": "bool", "default": False},
+        {"id": "abort", "type": "input", "signal": "bool", "default": False},
+        {"id": "go", "type": "input", "signal": "int", "default": -1, "min": -1, "max": 2},
+        {"id": "a_clip", "type": "sample", "clip": "walk"},
+        {"id": "b_clip", "type": "sample", "clip": "run"},
+        {"id": "c_clip", "type": "sample", "clip": "walk", "loop": False, "start": 0.4},
+        {"id": "sm", "type": "state_machine", "start": "a",
+         "states": [{"name": "a"}, {"name": "b"}, {"name": "c", "reset_on_enter": False}],
+         "transitions": [{"from": "a", "to": "b", "when": "speed", "above": 1.0, "blend": "crossfade"},
+                         {"from": "b", "to": "a", "when": "speed", "below": 0.5, "blend": "dead_blend"},
+                         {"from": "b", "to": "c", "when": "speed", "above": 3.0}]},
+        {"id": "shot_clip", "type": "sample", "clip": "wave", "loop": False},
+        {"id": "shot", "type": "one_shot", "blend": "crossfade", "blend_in": 0.2, "blend_out": 0.3},
+        {"id": "out", "type": "output"},
+        {"id": "state", "type": "output", "signal": "int"},
+    ]
+    links = [["speed.value", "sm.speed"], ["go.value", "sm.travel"], ["a_clip.pose", "sm.a"],
+             ["b_clip.pose", "sm.b"], ["c_clip.pose", "sm.c"], ["sm.pose", "shot.base"],
+             ["shot_clip.pose", "shot.shot"], ["shot_clip.time_left", "shot.shot_time_left"],
+             ["fire.value", "shot.fire"], ["abort.value", "shot.abort"], ["shot.pose", "out.pose"],
+             ["sm.state", "state.value"]]
+    data = {"format": "animgraph.graph", "version": 4,
+            "assets": {"walk": {"path": "animgraph:walk", "loop": "auto", "derive": False, "tracks": TRACKS},
+                       "run": "animgraph:run",
+                       "wave": {"path": "animgraph:wave", "derive": False, "tracks": SHOT_TRACKS}},
+            "nodes": nodes, "links": links}
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def paired(seen):
+    """Assert every range's begin has exactly one end, per character, node and name; the ends' details."""
+    depth = {}
+    for e in seen:
+        if e.kind != "instant":
+            key = (e.character, e.node, e.name)
+            depth[key] = depth.get(key, 0) + (1 if e.kind == "begin" else -1)
+            assert depth[key] in (0, 1), (key, e)
+    assert not any(depth.values()), depth
+    return {e.detail for e in seen if e.kind == "end"}
+
+
+def test_a_state_machine_says_which_state_it_left_and_entered_when_its_state_output_changes(tmp_path):
+    inst = ag.compile(machine(tmp_path), events=512).instance()
+    speeds = [0.0] * 20 + [2.0] * 100 + [3.5] * 40 + [0.0] * 40 + [2.0] * 60 + [0.2] * 80
+    names, states, seen = "abc", [], []
+    for k, speed in enumerate(speeds):
+        states.append(int(inst.step(1 / 60, {"speed": speed})["state"][0]))
+        seen += inst.events()
+    said = [(e.step, e.name, e.detail) for e in seen if e.node == "sm"]
+    want = [(0, "entered", "a")]
+    for k in range(1, len(states)):
+        if states[k] != states[k - 1]:
+            want += [(k, "left", names[states[k - 1]]), (k, "entered", names[states[k]])]
+    assert said == want and len(want) >= 5
+    assert all(e.time == 0.0 and e.kind == "instant" for e in seen if e.node == "sm")
+    # A state's samples end their open ranges when the machine stops running them, and say so.
+    left = [e for e in seen if e.kind == "end" and e.detail == "state_left"]
+    assert left and {e.node for e in left} <= {"a_clip", "b_clip"}
+    for e in left:
+        state = names.index(e.node[0])
+        assert states[e.step] != state  # ended once its state no longer shows
+    # c is a dead end (only travel leaves it): the travel input's jump is said, with the state travelled to.
+    inst.step(1 / 60, {"speed": 3.5})
+    inst.step(1 / 60, {"speed": 3.5})
+    assert int(inst.step(1 / 60, {"speed": 3.5})["state"][0]) == 2
+    inst.events()
+    inst.step(1 / 60, {"speed": 3.5, "go": 0})
+    assert [(e.name, e.detail) for e in inst.events() if e.node == "sm"] == [
+        ("travel_jump", "a"), ("left", "c"), ("entered", "a")]
+
+
+def test_a_one_shot_says_fired_ended_and_aborted_and_its_clip_ends_its_ranges(tmp_path):
+    inst = ag.compile(machine(tmp_path), events=512).instance()
+
+    def steps(n, fire=False, abort=False):
+        out = []
+        for k in range(n):  # the edge on the first step only (an input keeps its last value)
+            inst.step(1 / 60, {"fire": fire and k == 0, "abort": abort and k == 0})
+            out += [e for e in inst.events() if e.node.startswith("shot")]  # not the state machine's walk
+        return out
+
+    steps(5)
+    fired = steps(1, fire=True) + steps(45)  # 0.75 s into the wave: 'raise' open, 'hit' passed
+    assert [(e.node, e.name, e.kind) for e in fired] == [
+        ("shot", "fired", "instant"), ("shot_clip", "raise", "begin"), ("shot_clip", "hit", "instant")]
+    aborted = steps(1, abort=True)
+    assert [(e.node, e.name, e.kind, e.detail) for e in aborted] == [("shot", "aborted", "instant", "")]
+    after = steps(30)  # the crossfade out runs the shot on: its range closes by the clock, then it stops
+    assert [(e.node, e.name, e.kind, e.detail) for e in after] == [("shot_clip", "raise", "end", "")]
+    # Fired again and aborted at 0.5 s: the fade out (0.3 s) stops the shot before 'raise' ends: ended as aborted.
+    again = steps(1, fire=True) + steps(30) + steps(1, abort=True) + steps(40)
+    assert [(e.name, e.kind, e.detail) for e in again] == [
+        ("fired", "instant", ""), ("raise", "begin", ""), ("hit", "instant", ""), ("aborted", "instant", ""),
+        ("raise", "end", "aborted")]
+    # Re-fired while 'raise' is open: the restart ends it (aborted) and opens it again at 0.2 s.
+    refired = steps(1, fire=True) + steps(30) + steps(1, fire=True) + steps(30)
+    assert [(e.name, e.kind, e.detail) for e in refired] == [
+        ("fired", "instant", ""), ("raise", "begin", ""), ("hit", "instant", ""), ("fired", "instant", ""),
+        ("raise", "end", "aborted"), ("raise", "begin", ""), ("hit", "instant", "")]
+    steps(1, abort=True)
+    steps(60)
+    # Played to its end: the shot ends by itself once its time left reaches the fade out.
+    whole = steps(1, fire=True) + steps(200)
+    assert [e.name for e in whole if e.node == "shot"] == ["fired", "ended"]
+    assert paired(whole) <= {""}
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=st.lists(st.tuples(st.sampled_from(["step", "step", "step", "long", "speed", "fire", "abort", "travel",
+                                               "reset", "teleport"]),
+                              st.floats(0.0, 4.0)), min_size=1, max_size=50))
+def test_every_begin_has_exactly_one_end_under_fires_aborts_state_changes_resets_and_teleports(tmp_path_factory, ops):
+    plan = ag.compile(machine(tmp_path_factory.mktemp("sm")), batch=2, events=4096)
+    inst = plan.instance()
+    inputs = {"speed": np.zeros(2), "fire": np.zeros(2, bool), "abort": np.zeros(2, bool), "go": np.full(2, -1)}
+    seen = []
+    for k, (op, x) in enumerate(ops):
+        c = k % 2  # each op acts on one of the two characters
+        if op == "reset":
+            inst.reset(x / 2.0)
+        elif op == "teleport":
+            inst.teleport((x, 0.0, 0.0))
+        elif op in ("fire", "abort"):
+            inputs[op][c] = not inputs[op][c]
+        elif op == "travel":
+            inputs["go"][c] = int(x) - 1
+        elif op == "speed":
+            inputs["speed"][c] = x
+        else:
+            inst.step(2.9 if op == "long" else 1 / 60, {k: v.copy() for k, v in inputs.items()})
+        seen += inst.events()
+    inst.reset()
+    seen += inst.events()
+    assert paired(seen) <= {"", "reset", "teleport", "state_left", "aborted", "ended", "weight"}
