@@ -1,0 +1,103 @@
+"""What a running instance's nodes are doing now, for tools that watch it (the editor's live views).
+
+Plain reads of an ``Instance``'s signals and state, one character at a time: a state machine's
+active state and running transition (by the node's ``ST`` field names), a blend space's point
+and weights, a one-shot's weight, and whether a node ran in the last step.  Nothing here
+writes to the instance or compiles anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import GraphError
+
+
+@dataclass(frozen=True)
+class MachineNow:
+    """A state machine at the last step: the active state, its seconds, the transition showing (or None) and each
+    state's weight in the pose."""
+
+    state: str
+    index: int
+    time: float  # s in the active state
+    transition: tuple | None  # (state left, state entered, progress in [0, 1]) while one shows
+    weights: dict  # state name -> weight
+
+
+@dataclass(frozen=True)
+class SpaceNow:
+    """A blend space at the last step: its parameter point ((x,) or (x, z)) and each entry's weight."""
+
+    point: tuple
+    weights: dict  # entry name -> weight
+
+
+def _node(inst, node_id, kind=None):
+    node = inst.plan.nodes.get(node_id)
+    if node is None or (kind is not None and not node.type.startswith(kind)):
+        what = f"a {kind} node" if kind else "a node"
+        raise GraphError(f"{node_id!r} is not {what} of this plan", node_id, None, inst.plan.file)
+    return node
+
+
+def output(inst, node_id, port, character=0):
+    """The first float of output ``port`` of ``node_id`` (a scalar's value, a bool or int as a float)."""
+    at = inst.plan.located.get((node_id, port))
+    if at is None:
+        raise GraphError(f"output {port!r} of {node_id!r} is not a signal this plan keeps", node_id, port,
+                         inst.plan.file)
+    return float(inst.sig[character, at])
+
+
+def input_value(inst, node_id, port, width=1, character=0):
+    """The ``width`` floats linked into input ``port`` of ``node_id`` (None if the input is unlinked)."""
+    for src, dst in inst.plan.graph.links:
+        if dst == f"{node_id}.{port}":
+            at = inst.plan.located.get(tuple(src.split(".", 1)))
+            if at is None:
+                return None
+            return tuple(float(v) for v in inst.sig[character, at:at + width])
+    return None
+
+
+def op_state(inst, node_id, character=0):
+    """The state row of ``node_id``'s op for one character (a view)."""
+    from .executor import OP_STATE, OP_STATE_END
+
+    row = inst.plan.ops[inst.plan.op(node_id)]
+    return inst.st[character, row[OP_STATE]:row[OP_STATE_END]]
+
+
+def machine(inst, node_id, character=0):
+    """MachineNow of state machine ``node_id``."""
+    from .nodes.state_machine import ST
+
+    node = _node(inst, node_id, "state_machine")
+    names = [s.name for s in node.states]
+    st = op_state(inst, node_id, character)
+    cur = int(st[ST.cur])
+    transition = None
+    source = int(st[ST.was])
+    if st[ST.fade_length] > 0.0:
+        transition = (names[source], names[cur], min(1.0, float(st[ST.fade] / st[ST.fade_length])))
+    elif st[ST.active] > 0.5 and st[ST.length] > 0.0:
+        transition = (names[source], names[cur], min(1.0, float(st[ST.elapsed] / st[ST.length])))
+    weights = {s: output(inst, node_id, f"{s}_weight", character) for s in names}
+    return MachineNow(names[cur], cur, float(st[ST.time]), transition, weights)
+
+
+def blend_space(inst, node_id, character=0):
+    """SpaceNow of blend space ``node_id`` (1-D: the point is (x,); 2-D: (x, z) of its vec3 parameter)."""
+    node = _node(inst, node_id, "blend_space")
+    two = node.type == "blend_space_2d"
+    value = input_value(inst, node_id, "parameter", 3 if two else 1, character)
+    point = None if value is None else ((value[0], value[2]) if two else (value[0],))
+    return SpaceNow(point, {e.name: output(inst, node_id, f"{e.name}_weight", character) for e in node.entries})
+
+
+def ran(inst, node_id, character=0):
+    """Whether the op of ``node_id`` ran in the last step (False while a branch it alone serves is not live)."""
+    if node_id not in inst.plan.order:
+        return False
+    return bool(inst.plan.running(node_id, inst.st)[character])
