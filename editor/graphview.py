@@ -141,6 +141,10 @@ class GraphView:
 
     def refresh_inspector(self):
         dpg.delete_item("inspector", children_only=True)
+        inner = self.editor.inner
+        if inner is not None:  # an open state machine: its fields and its selected state or transition
+            inner.refresh_details("inspector")
+            return
         nid = self.selected
         if nid is None:
             dpg.add_text("select a node to edit its fields", parent="inspector", color=(150, 150, 150))

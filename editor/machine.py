@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from animgraph.node import Port
 
@@ -96,15 +97,22 @@ class MachineDoc:
         return self._read()[2].get(sid, (0.0, 0.0))
 
     def _placed(self, graph):
-        """Stored positions; the states without one laid out by Arrange beside them (``any`` left of all)."""
+        """Stored positions; the states without one laid out by Arrange beside them; ``any`` (unless stored) under
+        the leftmost state, so its transitions run up and right into the states."""
         stored = self.doc.inner_positions(self.node_id)
-        missing = [n.id for n in graph.nodes if n.id not in stored]
-        if not missing:
-            return stored
+        missing = [n.id for n in graph.nodes if n.id not in stored and n.id != ANY]
+        placed = dict(stored)
         sizes = {n.id: layout.estimate_size(n.id, n.type, *self.ports(n.id)) for n in graph.nodes}
-        left = max((x + sizes[k][0] for k, (x, _) in stored.items() if k in sizes), default=0.0)
-        laid = layout.arrange(graph, sizes, origin=(left + 40.0 if stored else 40.0, 40.0))
-        return stored | {k: laid[k] for k in missing}
+        if missing:
+            left = max((x + sizes[k][0] for k, (x, _) in stored.items() if k in sizes and k != ANY), default=0.0)
+            states = SimpleNamespace(nodes=[n for n in graph.nodes if n.id != ANY],
+                                     links=[ln for ln in graph.links if not ln[0].startswith(ANY + ".")])
+            laid = layout.arrange(states, sizes, origin=(left + 40.0 if stored else 40.0, 40.0))
+            placed |= {k: laid[k] for k in missing}
+        if ANY not in placed:
+            boxes = [(x, y + sizes[k][1]) for k, (x, y) in placed.items() if k in sizes]
+            placed[ANY] = (min(x for x, _ in boxes), max(y for _, y in boxes) + 40.0) if boxes else (40.0, 40.0)
+        return placed
 
     def comments(self):
         return []
@@ -250,8 +258,9 @@ class MachineDoc:
     def set_transition(self, k, field, value):
         """Set one field of transition ``k`` (``None`` clears an optional one: ``when``, ``above``, ``below``).
 
-        A ``when`` naming a scalar condition that other transitions bound takes their bounds if this transition has
-        none (a condition is a bool or a scalar throughout: so the edit is one the user can make)."""
+        A condition is a bool or a scalar throughout, so that every edit is one the user can make: a ``when``
+        naming a scalar condition that other transitions bound takes their bounds if this transition has none, and
+        a bound set past the other one (``below`` under ``above``) replaces the range (the other bound goes)."""
         self.set_transition_fields(k, {field: value})
 
     def set_transition_fields(self, k, values):
@@ -266,6 +275,10 @@ class MachineDoc:
                 t.pop(field, None)
             else:
                 t[field] = value
+        for mine, other in (("above", "below"), ("below", "above")):
+            if values.get(mine) is not None and other not in values and t.get(other) is not None and \
+                    not t.get("above", -1e300) < t.get("below", 1e300):
+                del t[other]
         if t.get("when") is None:  # no condition: always holds, and no bounds
             t = {f: v for f, v in t.items() if f not in ("above", "below")}
         elif "when" in values and "above" not in t and "below" not in t:

@@ -90,7 +90,7 @@ def test_transitions_are_added_edited_and_removed_through_the_node_fields():
     assert ("jump", "bool") in [(p.name, p.signal) for p in doc.ports("sm")[0]]
     m.set_transition(k, "when", "speed")  # a scalar elsewhere: it takes the bounds used there
     assert doc.graph.node("sm").transitions[k].above == 0.5
-    m.set_transition_fields(k, {"above": None, "below": 0.2})
+    m.set_transition(k, "below", 0.2)  # under its above: the range becomes "below 0.2"
     m.set_transition(k, "duration", 0.5)
     m.set_transition(k, "blend", "crossfade")
     m.set_transition(k, "priority", 3)
@@ -100,7 +100,7 @@ def test_transitions_are_added_edited_and_removed_through_the_node_fields():
     assert doc.graph.node("sm").transitions[k].below is None
     assert "itself" in unchanged(doc, lambda: m.connect("a.out", "a.in"))
     assert "'in'" in unchanged(doc, lambda: m.connect("a.in", "b.in"))
-    assert "above" in unchanged(doc, lambda: m.set_transition(0, "below", 0.1))  # below under its above
+    assert "above" in unchanged(doc, lambda: m.set_transition_fields(0, {"above": 0.5, "below": 0.1}))
     m.connect("any.out", "c.in")
     assert m.graph.links[-1] == ["any.out", "c.in"]
     m.disconnect("any.out", "c.in")

@@ -1,0 +1,190 @@
+"""Drives the editor window into a state machine (and a blend space), through its callbacks, in a subprocess.
+
+``python tests/editor_inner_driver.py MODE ARGS...`` runs one scenario and prints one JSON line:
+``build OUT_DIR``: a 3-state machine built from nothing, saved; ``live GRAPH OUT_DIR``: graphs/states.json
+played, its speed changed, the highlighted state read from the window; see the functions.
+Where dearpygui reads the mouse (double click, a click on a link) the real X pointer is moved (XTest).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import dearpygui.dearpygui as dpg
+
+from animgraph.editor.document import Document
+from animgraph.editor.fields import tag
+from editor_driver import Pointer, call, frames, pins, shot, started, undo_steps
+
+
+def centre(canvas, nid):
+    x, y, w, h = canvas.rects(screen=True)[nid]
+    return x + w / 2, y + h / 2
+
+
+def double_click(editor, pointer, at):
+    """A real double click at screen point ``at`` (the window's own handler opens what is under it)."""
+    pointer.move(*at)
+    frames(editor, 2)
+    for _ in range(2):
+        pointer.button(1, True)
+        frames(editor, 1)
+        pointer.button(1, False)
+        frames(editor, 1)
+    frames(editor, 3)
+
+
+def click(editor, pointer, at):
+    pointer.move(*at)
+    frames(editor, 2)
+    pointer.button(1, True)
+    frames(editor, 2)
+    pointer.button(1, False)
+    frames(editor, 3)
+
+
+def pin_point(canvas, ref, kind):
+    """Screen point of a pin's circle: the node's edge at the pin's text line."""
+    attr = next(a for a, v in canvas.pins.items() if (f"{v[0]}.{v[1]}", v[2]) == (ref, kind))
+    line = dpg.get_item_children(attr, 1)[0]
+    (x, y), (w, h) = dpg.get_item_rect_min(line), dpg.get_item_rect_size(line)
+    nx, _, nw, _ = canvas.rects(screen=True)[ref.partition(".")[0]]
+    return (nx + nw if kind == "out" else nx), y + h / 2
+
+
+def empty_spot(canvas):
+    """A screen point on the canvas clear of every node, away from the minimap."""
+    (ox, oy), (w, h) = canvas.origin(), canvas.size()
+    boxes = canvas.rects(screen=True).values()
+    for j in range(8):
+        for i in range(12):
+            p = (ox + 60 + 90 * i, oy + 40 + 60 * j)
+            if p[0] < ox + w - 260 and all(not (x - 40 < p[0] < x + bw + 40 and y - 40 < p[1] < y + bh + 40)
+                                           for x, y, bw, bh in boxes):
+                return p
+    return ox + 40, oy + h - 40
+
+
+def add_state(editor, canvas, name):
+    """Right click on empty canvas, pick 'state' in the add menu; rename it in the details panel."""
+    canvas.on_right_click(empty_spot(canvas))
+    call(canvas.menu_list, "state")
+    frames(editor, 2)
+    call("machine_state_name", name)
+    frames(editor, 2)
+
+
+def build(out):
+    """A 3-state machine built from nothing in the window; saved through the Save As dialog's callback."""
+    out = Path(out)
+    editor = started(Document.new())
+    pointer = Pointer()
+    frames(editor, 3)
+    graph, view, r = editor.canvas, editor.machine_view, {}
+    # The graph: assets, a state machine and a speed input from the add menu, the clips' samples.
+    for clip in ("run", "walk_stop"):
+        dpg.set_value("asset_bundled", clip)
+        call("asset_add_bundled")
+        frames(editor, 1)
+    graph.on_right_click(empty_spot(graph))
+    call(graph.menu_list, "state_machine")
+    frames(editor, 3)
+    graph.on_right_click(empty_spot(graph))
+    call(graph.menu_list, "input")
+    frames(editor, 3)
+    for clip in ("run", "walk_stop"):
+        nid = editor.graph_view.add_node("sample")
+        frames(editor, 2)
+        call(tag("clip"), clip)
+        frames(editor, 2)
+        r.setdefault("samples", []).append(nid)
+    # Double click the machine: its canvas opens (breadcrumb shown, the graph's canvas hidden).
+    double_click(editor, pointer, centre(graph, "state_machine"))
+    canvas = view.canvas
+    r["opened"] = [editor.inner is view, dpg.is_item_shown("breadcrumb"), not dpg.is_item_shown("graph_pane"),
+                   dpg.get_value("crumb_here"), sorted(canvas.nodes)]
+    # From nothing: the example's states b and c and its last transition go (Del; the link's delink callback).
+    canvas.select(["b", "c"])
+    r["delete_steps"] = undo_steps(editor.doc, lambda: canvas.key(dpg.mvKey_Delete))  # Del over the canvas
+    frames(editor, 2)
+    link = next(k for k, v in canvas.links.items() if v == ("any.out", "a.in"))
+    canvas.on_delink("node_editor", link)
+    frames(editor, 2)
+    r["emptied"] = [sorted(canvas.nodes), len(canvas.links), [p.name for p in editor.doc.ports("state_machine")[0]
+                                                             if p.signal == "pose"]]
+    canvas.select(["a"])
+    frames(editor, 2)
+    call("machine_state_name", "idle")
+    frames(editor, 2)
+    add_state(editor, canvas, "walk")
+    add_state(editor, canvas, "run")
+    r["states"] = sorted(canvas.nodes)
+    r["titles"] = {sid: dpg.get_item_label(item) for sid, item in canvas.nodes.items()}
+    r["pose_pins"] = [p.name for p in editor.doc.ports("state_machine")[0] if p.signal == "pose"]
+    # Transitions: drag out -> in (the link callback); each selected by a real click on its link, set in the panel.
+    conditions = [("idle", "walk", {"when": "speed", "above": 0.5, "duration": 0.3}),
+                  ("walk", "run", {"when": "speed", "above": 2.0, "blend": "crossfade"}),
+                  ("any", "idle", {"when": "speed", "below": 0.2, "priority": -1})]
+    r["picked"] = []
+    for k, (a, b, values) in enumerate(conditions):
+        canvas.on_link("node_editor", pins(canvas, f"{a}.out", f"{b}.in"))
+        frames(editor, 3)
+        p, q = pin_point(canvas, f"{a}.out", "out"), pin_point(canvas, f"{b}.in", "in")
+        click(editor, pointer, ((p[0] + q[0]) / 2, (p[1] + q[1]) / 2))  # a bezier with flat ends: its middle
+        r["picked"].append(view.selected)
+        for name, value in values.items():
+            call(tag("transition", k, name), value)
+            frames(editor, 2)
+    r["transitions"] = editor.doc.to_json() and [t for t in view.machine.transitions()]
+    r["links_drawn"] = sorted(canvas.links.values())
+    shot(out / "machine.png")
+    # Back to the graph: the machine's pins follow its states; link the input and the clips.
+    call("crumb_graph")
+    frames(editor, 3)
+    r["back"] = [editor.inner is None, dpg.is_item_shown("graph_pane"), not dpg.is_item_shown("breadcrumb")]
+    run, stop = r["samples"]
+    for src, dst in (("input.value", "state_machine.speed"), (f"{stop}.pose", "state_machine.idle"),
+                     ("walk.pose", "state_machine.walk"), (f"{run}.pose", "state_machine.run"),
+                     ("state_machine.pose", "out.pose")):
+        graph.on_link("node_editor", pins(graph, src, dst))
+        frames(editor, 2)
+    r["problems"] = [p.text for p in editor.problems]
+    editor._on_save_as("save_dialog", {"file_path_name": str(out / "machine.json")})
+    frames(editor, 2)
+    r["saved"] = [str(editor.doc.path), editor.doc.dirty]
+    editor.shutdown()
+    print(json.dumps(r))
+
+
+def live(graph, out):
+    """graphs/states.json playing with its machine open: speed up through the input's slider; the state the window
+    highlights and the transition it draws, frame by frame."""
+    out = Path(out)
+    editor = started(Document.open(graph))
+    pointer = Pointer()
+    frames(editor, 3)
+    double_click(editor, pointer, centre(editor.canvas, "loco"))
+    view, canvas, r = editor.machine_view, editor.machine_view.canvas, {}
+    r["opened"] = editor.inner is view
+    call("play_button")  # pause: the frames below are stepped one by one
+    frames(editor, 2)
+    r["before"] = canvas.highlighted()
+    call(editor.view.input_items["speed"], 1.2)
+    seen, shots = [], 0
+    for _ in range(40):
+        call("step_button")
+        frames(editor, 1)
+        seen.append([editor.player.frame, canvas.highlighted(), canvas.running and list(canvas.running)])
+        if canvas.running and canvas.running[2] > 0.4 and not shots:
+            shot(out / "machine_live.png")
+            shots += 1
+    r["seen"] = seen
+    editor.shutdown()
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    {"build": build, "live": live}[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,79 @@
+"""A state machine opened in the editor window under Xvfb, through the window's callbacks (tests/editor_inner_driver.py):
+built from nothing, saved, validated and run; played with the active state read from the window."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from display import display  # noqa: F401 (fixture)
+
+ROOT = Path(__file__).resolve().parents[1]
+_RUNS = {}
+
+
+def drive(display, mode, *args):
+    """The driver's JSON result for ``mode`` (each run once per session)."""
+    key = (display, mode, args)
+    if key not in _RUNS:
+        env = dict(os.environ, DISPLAY=display)
+        done = subprocess.run([sys.executable, str(ROOT / "tests" / "editor_inner_driver.py"), mode, *map(str, args)],
+                              capture_output=True, text=True, timeout=900, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        _RUNS[key] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _RUNS[key]
+
+
+@pytest.fixture(scope="module")
+def built(display, tmp_path_factory):
+    out = tmp_path_factory.mktemp("machine")
+    return drive(display, "build", out), out
+
+
+def test_a_double_click_opens_the_machine_with_a_breadcrumb_back(built):
+    r, _ = built
+    is_inner, crumb, graph_hidden, here, states = r["opened"]
+    assert is_inner and crumb and graph_hidden and "state_machine" in here
+    assert states == ["a", "any", "b", "c"]  # the example's states, and 'any' for its from-any transition
+    assert r["back"] == [True, True, True]
+
+
+def test_states_are_deleted_added_and_renamed_and_the_outer_pins_follow(built):
+    r, _ = built
+    assert r["delete_steps"] == 1  # Del of two states: one undo step
+    assert r["emptied"] == [["a", "any"], 0, ["a"]]
+    assert r["states"] == ["any", "idle", "run", "walk"]
+    assert r["titles"]["idle"] == "idle : start state" and r["titles"]["walk"] == "walk : state"
+    assert r["pose_pins"] == ["idle", "walk", "run"]
+
+
+def test_transitions_drawn_as_links_are_picked_by_a_click_and_set_in_the_details_panel(built):
+    r, _ = built
+    assert r["picked"] == [["transition", 0], ["transition", 1], ["transition", 2]]
+    assert r["links_drawn"] == [["any.out", "idle.in"], ["idle.out", "walk.in"], ["walk.out", "run.in"]]
+    assert r["transitions"] == [
+        {"from": "idle", "to": "walk", "when": "speed", "above": 0.5, "duration": 0.3},
+        {"from": "walk", "to": "run", "when": "speed", "above": 2.0, "blend": "crossfade"},
+        {"from": "any", "to": "idle", "when": "speed", "below": 0.2, "priority": -1}]
+
+
+def test_the_built_machine_saves_validates_and_runs(built, tmp_path):
+    r, out = built
+    path = out / "machine.json"
+    assert r["problems"] == [] and r["saved"] == [str(path), False]
+    saved = json.loads(path.read_text())
+    machine = next(n for n in saved["nodes"] if n["type"] == "state_machine")
+    assert [s["name"] for s in machine["states"]] == ["idle", "walk", "run"] and machine["start"] == "idle"
+    assert ["input.value", "state_machine.speed"] in saved["links"]
+    assert set(saved["editor"]["states"]["state_machine"]) >= {"idle", "walk", "run"}
+    for args in (["validate", path], ["run", path, "--frames", 90, "--input", "input=3.0", "--out",
+                                      tmp_path / "run.npz"]):
+        done = subprocess.run([sys.executable, "-m", "animgraph", *map(str, args)], capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "run.npz").exists()
