@@ -112,7 +112,7 @@ class MachineCanvas(Canvas):
         at = (a[0] + (b[0] - a[0]) * progress, a[1] + (b[1] - a[1]) * progress)
         dpg.draw_line(a, b, color=(*RUNNING_LINK, 200), thickness=3, parent=self.overlay)
         dpg.draw_circle(at, 7, color=RUNNING_LINK, fill=RUNNING_LINK, parent=self.overlay)
-        dpg.draw_text((at[0] + 10, at[1] - 20), f"{src} -> {dst} {progress:.0%}", color=RUNNING_LINK, size=15,
+        dpg.draw_text((at[0] - 20, at[1] + 10), f"{src} -> {dst} {progress:.0%}", color=RUNNING_LINK, size=15,
                       parent=self.overlay)
         self.running = (src, dst, progress)
 

@@ -19,9 +19,10 @@ from animgraph.editor.fields import tag
 from editor_driver import Pointer, call, frames, pins, shot, started, undo_steps
 
 
-def centre(canvas, nid):
+def title(canvas, nid):
+    """Screen point in a node's title bar (a tall node's middle may lie under the preview row)."""
     x, y, w, h = canvas.rects(screen=True)[nid]
-    return x + w / 2, y + h / 2
+    return x + w / 2, y + 10
 
 
 def double_click(editor, pointer, at):
@@ -101,7 +102,7 @@ def build(out):
         frames(editor, 2)
         r.setdefault("samples", []).append(nid)
     # Double click the machine: its canvas opens (breadcrumb shown, the graph's canvas hidden).
-    double_click(editor, pointer, centre(graph, "state_machine"))
+    double_click(editor, pointer, title(graph, "state_machine"))
     canvas = view.canvas
     r["opened"] = [editor.inner is view, dpg.is_item_shown("breadcrumb"), not dpg.is_item_shown("graph_pane"),
                    dpg.get_value("crumb_here"), sorted(canvas.nodes)]
@@ -165,12 +166,13 @@ def live(graph, out):
     editor = started(Document.open(graph))
     pointer = Pointer()
     frames(editor, 3)
-    double_click(editor, pointer, centre(editor.canvas, "loco"))
+    double_click(editor, pointer, title(editor.canvas, "loco"))
     view, canvas, r = editor.machine_view, editor.machine_view.canvas, {}
     r["opened"] = editor.inner is view
     call("play_button")  # pause: the frames below are stepped one by one
     frames(editor, 2)
     r["before"] = canvas.highlighted()
+    dpg.set_value(editor.view.input_items["speed"], 1.2)  # the slider dragged to 1.2
     call(editor.view.input_items["speed"], 1.2)
     seen, shots = [], 0
     for _ in range(40):

@@ -77,3 +77,18 @@ def test_the_built_machine_saves_validates_and_runs(built, tmp_path):
                               timeout=600)
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "run.npz").exists()
+
+
+def test_playing_the_highlighted_state_follows_the_input_and_the_transition_shows_its_progress(display, tmp_path):
+    # graphs/states.json with its machine open, paused and stepped: speed 0 -> 1.2 crosses idle -> walking (above
+    # 0.3, inertialized over 0.4 s).  The state is read from the title colour the window draws.
+    r = drive(display, "live", ROOT / "graphs" / "states.json", tmp_path)
+    assert r["opened"] and r["before"] == "idle"
+    states = [s for _, s, _ in r["seen"]]
+    assert states[-1] == "walking" and "idle" not in states[states.index("walking"):]
+    running = [t for _, _, t in r["seen"] if t]
+    assert running and all(t[:2] == ["idle", "walking"] for t in running)
+    progress = [t[2] for t in running]
+    assert progress == sorted(progress) and progress[0] < 0.1 and progress[-1] > 0.9
+    assert r["seen"][-1][2] is None  # over: no transition drawn
+    assert (tmp_path / "machine_live.png").exists()
