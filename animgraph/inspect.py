@@ -27,7 +27,8 @@ class MachineNow:
 
 @dataclass(frozen=True)
 class SpaceNow:
-    """A blend space at the last step: its parameter point ((x,) or (x, z)) and each entry's weight."""
+    """A blend space at the last step: its parameter point ((x,) or (x, z): the linked input's, else the node's
+    ``parameter`` field) and each entry's weight."""
 
     point: tuple
     weights: dict  # entry name -> weight
@@ -92,7 +93,10 @@ def blend_space(inst, node_id, character=0):
     node = _node(inst, node_id, "blend_space")
     two = node.type == "blend_space_2d"
     value = input_value(inst, node_id, "parameter", 3 if two else 1, character)
-    point = None if value is None else ((value[0], value[2]) if two else (value[0],))
+    if value is None:  # unlinked: the node's own parameter field
+        field = node.parameter
+        value = tuple(float(v) for v in field) if two else (float(field),)
+    point = (value[0], value[2]) if two else (value[0],)
     return SpaceNow(point, {e.name: output(inst, node_id, f"{e.name}_weight", character) for e in node.entries})
 
 

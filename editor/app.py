@@ -30,6 +30,7 @@ from . import files, warmup
 from .document import Document, ReadOnlyError
 from .graphview import GraphView
 from .machineview import MachineView
+from .spaceview import SpaceView
 from .viewport import Viewport
 
 TITLE = "animgraph editor"
@@ -62,6 +63,7 @@ class Editor:
         self.discarded = False  # the user discarded the unsaved changes: no autosave at shutdown
         self.graph_view = GraphView(self)
         self.machine_view = MachineView(self)
+        self.space_view = SpaceView(self)
         self.inner = None  # the open state machine's (or blend space's) view, None on the graph
         self.view = Viewport(self)
         self.first_error = error
@@ -89,6 +91,7 @@ class Editor:
                     with dpg.group(tag="graph_pane"):
                         self.graph_view.build_editor("graph_pane", -1, -PREVIEW_HEIGHT)
                     self.machine_view.build("right", -1, -PREVIEW_HEIGHT)
+                    self.space_view.build("right", -1, -PREVIEW_HEIGHT)
                     with dpg.group(horizontal=True, tag="preview_row"):
                         with dpg.child_window(width=VIEW_WIDTH, height=-1, tag="view_pane", no_scrollbar=True):
                             self.view.build_view("view_pane")
@@ -324,13 +327,16 @@ class Editor:
     # ------------------------------------------------------------ inside a node
 
     def open_inner(self, node_id):
-        """Open a state machine node in its own canvas (the breadcrumb leads back); False if it is not one."""
+        """Open a state machine node in its own canvas, a blend space in its plot (the breadcrumb leads back); False
+        if it is neither."""
         node = next((n for n in self.doc.graph.nodes if n.id == node_id), None)
-        view = {"state_machine": self.machine_view}.get(node.type) if node is not None else None
+        views = {"state_machine": self.machine_view, "blend_space_1d": self.space_view,
+                 "blend_space_2d": self.space_view}
+        view = views.get(node.type) if node is not None else None
         if view is None:
             return False
         self.close_inner()
-        view.open(node_id)
+        view.open(node_id)  # (a blend space's plot takes the graph canvas's size: opened while it shows)
         self.inner = view
         dpg.configure_item("graph_pane", show=False)
         dpg.set_value("crumb_here", f"> {node_id} ({view.kind})")

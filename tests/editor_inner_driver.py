@@ -187,6 +187,70 @@ def live(graph, out):
     print(json.dumps(r))
 
 
+def drag(editor, pointer, path):
+    """A real left drag along ``path`` (screen points), a few frames at each."""
+    pointer.move(*path[0])
+    frames(editor, 3)
+    pointer.button(1, True)
+    frames(editor, 3)
+    for p in path[1:]:
+        pointer.move(*p)
+        frames(editor, 3)
+    pointer.button(1, False)
+    frames(editor, 3)
+
+
+def blend_space(graph, out):
+    """graphs/blend_space.json with its 1-D space open while speed rises (weights and point read as drawn), an entry
+    dragged and undone; then a 2-D space's entry dragged and undone."""
+    out = Path(out)
+    editor = started(Document.open(graph))
+    pointer = Pointer()
+    frames(editor, 3)
+    double_click(editor, pointer, title(editor.canvas, "gait"))
+    view, r = editor.space_view, {}
+    r["opened"] = [editor.inner is view, dpg.get_value("crumb_here"), dpg.is_item_shown("space_pane")]
+    call("play_button")
+    r["live"] = []
+    for speed in (1.65, 2.2, 2.66, 3.3, 3.94):
+        dpg.set_value(editor.view.input_items["speed"], speed)
+        call(editor.view.input_items["speed"], speed)
+        for _ in range(3):
+            call("step_button")
+            frames(editor, 1)
+        r["live"].append([view.live.point[0], view.live.weights])
+        if speed == 3.3:
+            shot(out / "space_live.png")
+    before = editor.doc.to_json()
+    a = view.screen_of("jog")
+    r["grabbed"] = view.entry_at(a)
+    b = view.frame.to_screen((3.0, 0.0))
+    r["drag_steps"] = undo_steps(editor.doc, lambda: drag(editor, pointer, [a, ((a[0] + b[0]) / 2, a[1]), b]))
+    r["moved"] = [e.at for e in editor.doc.graph.node("gait").entries]
+    editor.shortcut(dpg.mvKey_Z, ctrl=True)
+    frames(editor, 2)
+    r["undone"] = editor.doc.to_json() == before
+    call("crumb_graph")
+    frames(editor, 2)
+    # A 2-D space (the node's example, its parameter unlinked: its field is the point).
+    editor.canvas.on_right_click(empty_spot(editor.canvas))
+    call(editor.canvas.menu_list, "blend_space_2d")
+    frames(editor, 3)
+    double_click(editor, pointer, title(editor.canvas, "blend_space_2d"))
+    r["opened_2d"] = editor.inner is view and view.node_id == "blend_space_2d"
+    before = editor.doc.to_json()
+    a = view.screen_of("forward")
+    b = view.frame.to_screen((0.5, 1.5))
+    r["drag_steps_2d"] = undo_steps(editor.doc, lambda: drag(editor, pointer, [a, b]))
+    r["moved_2d"] = [list(e.at) for e in editor.doc.graph.node("blend_space_2d").entries]
+    shot(out / "space_2d.png")
+    editor.shortcut(dpg.mvKey_Z, ctrl=True)
+    frames(editor, 2)
+    r["undone_2d"] = editor.doc.to_json() == before
+    editor.shutdown()
+    print(json.dumps(r))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    {"build": build, "live": live}[sys.argv[1]](*sys.argv[2:])
+    {"build": build, "live": live, "space": blend_space}[sys.argv[1]](*sys.argv[2:])

@@ -92,3 +92,21 @@ def test_playing_the_highlighted_state_follows_the_input_and_the_transition_show
     assert progress == sorted(progress) and progress[0] < 0.1 and progress[-1] > 0.9
     assert r["seen"][-1][2] is None  # over: no transition drawn
     assert (tmp_path / "machine_live.png").exists()
+
+
+def test_a_blend_space_opens_shows_its_live_weights_and_an_entry_dragged_is_undone(display, tmp_path):
+    r = drive(display, "space", ROOT / "graphs" / "blend_space.json", tmp_path)
+    assert r["opened"] == [True, "> gait (blend space)", True]
+    # The speed input moved through walk (1.65), jog (2.66), run (3.94): the point and weights as drawn.
+    points = [p for p, _ in r["live"]]
+    assert points == pytest.approx([1.65, 2.2, 2.66, 3.3, 3.94])
+    weights = [w for _, w in r["live"]]
+    assert weights[0]["walk"] == pytest.approx(1.0) and weights[2]["jog"] == pytest.approx(1.0)
+    assert weights[4]["run"] == pytest.approx(1.0) and 0.0 < weights[1]["jog"] < 1.0
+    # A real drag of the jog entry to 3.0: one undo step; Ctrl+Z puts it back.
+    assert r["grabbed"] == "jog" and r["drag_steps"] == 1
+    assert r["moved"][0] == 1.65 and r["moved"][1] == pytest.approx(3.0, abs=0.02) and r["moved"][2] == 3.94
+    assert r["undone"]
+    # The same in a 2-D space: forward dragged to about [0.5, 1.5], undone.
+    assert r["opened_2d"] and r["drag_steps_2d"] == 1 and r["undone_2d"]
+    assert r["moved_2d"][1] == pytest.approx([0.5, 1.5], abs=0.02)
