@@ -12,6 +12,7 @@ import numpy as np
 
 import dearpygui.dearpygui as dpg
 
+from .actions import Actions
 from .camera import OrbitCamera
 
 WIDTH, HEIGHT = 560, 380
@@ -35,6 +36,7 @@ class Viewport:
         self.input_items = {}
         self.series = []
         self._plot_tick = 0
+        self.actions = Actions(self)
 
     @property
     def player(self):
@@ -73,6 +75,8 @@ class Viewport:
             dpg.add_separator()
             dpg.add_text("Inputs")
             dpg.add_group(tag="inputs")
+            dpg.add_separator()
+        self.actions.build(parent)
 
     def build_plot(self, parent):
         """Up to three channels over time."""
@@ -96,6 +100,7 @@ class Viewport:
             self.playing = True
             self.toggle_play()
             self.player.step()
+            self.actions.after_step()
 
     def reset(self):
         if self.player is not None:
@@ -128,6 +133,7 @@ class Viewport:
             self.player.reset()
         else:
             self.player.step()
+            self.actions.after_step()
 
     # ------------------------------------------------------------ inputs
 
@@ -160,6 +166,7 @@ class Viewport:
             else:
                 item = dpg.add_text(f"{nid}: {kind} input (set from code)", parent="inputs")
             self.input_items[nid] = item
+        self.actions.rebuild()
 
     # ------------------------------------------------------------ camera input
 

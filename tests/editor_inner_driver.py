@@ -251,6 +251,43 @@ def blend_space(graph, out):
     print(json.dumps(r))
 
 
+def actions(graph, out):
+    """states.json with an int input linked to the machine's travel: the one-shot fired from its preview button (the
+    shot plays, the input pulses back), the travel buttons walk the machine to a state."""
+    from animgraph import inspect as look
+
+    data = json.loads(Path(graph).read_text())
+    data["nodes"].append({"id": "go", "type": "input", "signal": "int", "default": -1, "min": -1, "max": 5})
+    data["links"].append(["go.value", "loco.travel"])
+    path = Path(out) / "travel.json"
+    path.write_text(json.dumps(data))
+    editor = started(Document.open(path))
+    frames(editor, 3)
+    call("play_button")
+    frames(editor, 2)
+    r = {"buttons": sorted("|".join(k) for k in editor.view.actions.buttons),
+         "abort_enabled": dpg.get_item_configuration("action:wave_shot:abort")["enabled"],
+         "fire_enabled": dpg.get_item_configuration("action:wave_shot:fire")["enabled"]}
+    inst = lambda: editor.player.inst  # noqa: E731 (the player makes a new instance on a reset)
+    r["before"] = look.output(inst(), "wave_shot", "active")
+    call("action:wave_shot:fire")
+    frames(editor, 1)
+    r["fire"] = []
+    for _ in range(30):
+        call("step_button")
+        frames(editor, 1)
+        r["fire"].append([look.output(inst(), "wave_shot", "active"), look.output(inst(), "wave_shot", "weight"),
+                          bool(editor.player.inputs.get("wave"))])
+    r["travel"] = []
+    call("action:loco:travel:running")
+    for _ in range(90):
+        call("step_button")
+        frames(editor, 1)
+        r["travel"].append(look.machine(inst(), "loco").state)
+    editor.shutdown()
+    print(json.dumps(r))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    {"build": build, "live": live, "space": blend_space}[sys.argv[1]](*sys.argv[2:])
+    {"build": build, "live": live, "space": blend_space, "actions": actions}[sys.argv[1]](*sys.argv[2:])

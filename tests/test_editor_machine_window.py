@@ -110,3 +110,16 @@ def test_a_blend_space_opens_shows_its_live_weights_and_an_entry_dragged_is_undo
     # The same in a 2-D space: forward dragged to about [0.5, 1.5], undone.
     assert r["opened_2d"] and r["drag_steps_2d"] == 1 and r["undone_2d"]
     assert r["moved_2d"][1] == pytest.approx([0.5, 1.5], abs=0.02)
+
+
+def test_preview_buttons_fire_a_one_shot_and_travel_a_machine(display, tmp_path):
+    # graphs/states.json plus an int input 'go' linked to loco.travel; paused and stepped.
+    r = drive(display, "actions", ROOT / "graphs" / "states.json", tmp_path)
+    assert "wave_shot|fire" in r["buttons"] and "loco|travel:running" in r["buttons"]
+    assert r["fire_enabled"] and not r["abort_enabled"]  # abort: no graph input feeds it
+    assert r["before"] == 0.0
+    active = [a for a, _, _ in r["fire"]]
+    assert active[0] == 1.0 and all(a == 1.0 for a in active[:20])  # the wave plays
+    assert not any(held for _, _, held in r["fire"])  # the fire input pulsed: back to false after one step
+    travel = r["travel"]
+    assert "running" in travel and travel.index("running") > travel.index("walking")  # idle -> walking -> running
