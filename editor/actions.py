@@ -50,6 +50,10 @@ class Actions:
                         self._button(nid, port, port, fed_by(plan, nid, port), True)
             elif node.type == "state_machine":
                 src = fed_by(plan, nid, "travel")
+                if src is None:
+                    dpg.add_text(f"{nid} travel: link an int input to {nid}.travel for its buttons", parent=GROUP,
+                                 color=(150, 150, 150))
+                    continue
                 with dpg.group(horizontal=True, parent=GROUP):
                     dpg.add_text(f"{nid} travel:")
                     for k, state in enumerate(node.states):

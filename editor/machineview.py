@@ -112,8 +112,14 @@ class MachineCanvas(Canvas):
         at = (a[0] + (b[0] - a[0]) * progress, a[1] + (b[1] - a[1]) * progress)
         dpg.draw_line(a, b, color=(*RUNNING_LINK, 200), thickness=3, parent=self.overlay)
         dpg.draw_circle(at, 7, color=RUNNING_LINK, fill=RUNNING_LINK, parent=self.overlay)
-        dpg.draw_text((at[0] - 20, at[1] + 10), f"{src} -> {dst} {progress:.0%}", color=RUNNING_LINK, size=15,
-                      parent=self.overlay)
+        # The transition's name and a progress bar in the canvas's bottom-left corner (the minimap is bottom-right).
+        (ox, oy), (_, h) = self.origin(), self.size()
+        x, y = ox + 10, oy + h - 34
+        dpg.draw_rectangle((x - 4, y - 4), (x + 236, y + 26), color=(60, 60, 60), fill=(20, 22, 26, 230),
+                           parent=self.overlay)
+        dpg.draw_text((x, y), f"{src} -> {dst}  {progress:.0%}", color=RUNNING_LINK, size=15, parent=self.overlay)
+        dpg.draw_rectangle((x, y + 17), (x + 230 * progress, y + 22), color=RUNNING_LINK, fill=RUNNING_LINK,
+                           parent=self.overlay)
         self.running = (src, dst, progress)
 
 
