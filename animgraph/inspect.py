@@ -105,3 +105,49 @@ def ran(inst, node_id, character=0):
     if node_id not in inst.plan.order:
         return False
     return bool(inst.plan.running(node_id, inst.st)[character])
+
+
+def input_weights(inst, node_id, character=0):
+    """{input port: weight} of the pose inputs of a node that chooses among them, as it shows them now: a state
+    machine's states and a blend space's entries (their ``_weight`` outputs), a select's chosen input (1), a
+    blend's ``a`` and ``b`` (1 - alpha, alpha); {} for other nodes."""
+    node = _node(inst, node_id)
+    if node.type == "state_machine":
+        return {s.name: output(inst, node_id, f"{s.name}_weight", character) for s in node.states}
+    if node.type in ("blend_space_1d", "blend_space_2d"):
+        return blend_space(inst, node_id, character).weights
+    if node.type == "select":
+        index = input_value(inst, node_id, "index", 1, character)
+        k = int(round(index[0])) if index is not None else 0
+        return {f"in{i}": float(i == min(max(k, 0), node.count - 1)) for i in range(node.count)}
+    if node.type == "blend":
+        alpha = input_value(inst, node_id, "alpha", 1, character)
+        a = alpha[0] if alpha is not None else float(getattr(node, "alpha", 0.0) or 0.0)
+        a = min(max(a, 0.0), 1.0)
+        return {"a": 1.0 - a, "b": a}
+    return {}
+
+
+def link_value(inst, ref, character=0):
+    """What output ``ref`` ('node.port') carries now, in a few words: a scalar's value and rate, a bool, an int, a
+    vector, a pose's root speed (m/s; readable from a debug plan, ``compile(..., reuse_slots=False)``)."""
+    import numpy as np
+
+    node_id, _, port = ref.partition(".")
+    signal = inst.plan.checked.outputs[node_id][port].signal
+    value = np.asarray(inst.port(node_id, port).vel if signal == "pose" else inst.port(node_id, port))
+    if inst.batch > 1:
+        value = value[character]
+    if signal == "pose":
+        root = int(np.flatnonzero(np.asarray(inst.plan.skeleton.parents) < 0)[0])
+        return f"pose: root speed {float(np.linalg.norm(value[root])):.3f} m/s"
+    if signal == "scalar":
+        return f"scalar: {value[0]:.4g} (rate {value[1]:.3g}/s)"
+    if signal == "bool":
+        return f"bool: {'true' if value[0] > 0.5 else 'false'}"
+    if signal == "int":
+        return f"int: {int(round(value[0]))}"
+    if signal in ("vec3", "quat"):
+        n = 3 if signal == "vec3" else 4
+        return f"{signal}: ({', '.join(f'{v:.3g}' for v in value[:n])})"
+    return f"{signal}: {len(value)} numbers"

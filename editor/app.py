@@ -39,6 +39,7 @@ WINDOW = (1800, 1000)  # pixels; the panes below keep their size, the node edito
 LEFT = 250  # palette, details and assets
 PREVIEW_HEIGHT = 420  # the row under the node editor: 3D view, controls, plot
 VIEW_WIDTH, CONTROLS_WIDTH = 580, 470
+CHOOSERS = ("state_machine", "blend_space_1d", "blend_space_2d", "select", "blend")  # links drawn by weight
 COMPILE_NOTE = "compiling kernels (first run only: about a minute on 2 cores)..."
 
 
@@ -165,6 +166,9 @@ class Editor:
         with dpg.window(label="Error", modal=True, show=False, tag="error_box", width=560):
             dpg.add_text("", tag="error_text", wrap=540)
             dpg.add_button(label="OK", width=90, callback=lambda: dpg.hide_item("error_box"))
+        with dpg.window(tag="link_tip", show=False, no_title_bar=True, no_move=True, no_resize=True, autosize=True,
+                        no_focus_on_appearing=True, no_saved_settings=True):
+            dpg.add_text("", tag="link_tip_text")
         with dpg.window(label="Internal error", modal=True, show=False, tag="crash_box", width=560):
             dpg.add_text("", tag="crash_text", wrap=540)
             with dpg.group(horizontal=True):
@@ -556,7 +560,10 @@ class Editor:
         self.view.advance(min(seconds, 0.25))
         self.view.draw()
         self.view.update_plot()
-        self.graph_view.show_problems(self.problems, self._popping())
+        dimmed, weights = self.live_marks()
+        self.graph_view.show_problems(self.problems, self._popping(), dimmed)
+        self.canvas.show_weights(weights)
+        self.hover_link()
         if self.inner is not None:
             self.inner.show_live(self.player if self.kernels == "ready" and not self.problems else None)
         if now - self.last_autosave > AUTOSAVE_SECONDS:
@@ -612,6 +619,44 @@ class Editor:
             dpg.show_item("crash_box")
         except Exception:  # noqa: BLE001 (no window left to show it in: stderr has it)
             pass
+
+    def live_marks(self):
+        """(node ids skipped in the frame shown, {'node.port': weight} of the inputs each choosing node shows) of the
+        preview's instance; nothing while the graph has problems or nothing plays."""
+        from animgraph import inspect as look
+
+        if self.player is None or self.problems or self.kernels != "ready":
+            return set(), {}
+        inst, plan = self.player.inst, self.player.plan
+        dimmed = {nid for nid in plan.order if not look.ran(inst, nid)}
+        weights = {}
+        for nid in plan.order:
+            if plan.nodes[nid].type in CHOOSERS:
+                weights |= {f"{nid}.{port}": w for port, w in look.input_weights(inst, nid).items()}
+        return dimmed, weights
+
+    def hover_link(self, at=None):
+        """The mouse over a link of the graph's canvas while the preview plays: a tip with the value it carries in
+        the frame shown (``inspect.link_value``).  Returns the tip's text, or None."""
+        from animgraph import inspect as look
+
+        text = None
+        at = at if at is not None else dpg.get_mouse_pos(local=False)
+        if self.inner is None and self.player is not None and not self.problems and self.canvas.hovered() and \
+                not dpg.is_mouse_button_down(dpg.mvMouseButton_Left):
+            link = self.canvas.link_at(at)
+            if link is not None:
+                try:
+                    text = f"{link[0]} -> {link[1]}\n{look.link_value(self.player.inst, link[0])}"
+                except (AnimgraphError, KeyError, IndexError):
+                    text = None
+        if text is None:
+            if dpg.is_item_shown("link_tip"):
+                dpg.hide_item("link_tip")
+            return None
+        dpg.set_value("link_tip_text", text)
+        dpg.configure_item("link_tip", pos=[int(at[0]) + 16, int(at[1]) + 16], show=True)
+        return text
 
     def _popping(self):
         if self.player is not None and self.player.pops:

@@ -119,8 +119,8 @@ class GraphView:
         self.refresh_inspector()
         self.refresh_assets()
 
-    def show_problems(self, problems, popping=None):
-        self.canvas.show_problems(problems, popping)
+    def show_problems(self, problems, popping=None, dimmed=()):
+        self.canvas.show_problems(problems, popping, dimmed)
 
     def poll_moves(self):
         """The canvas's per-frame work (drags written back, selection followed, comment frames drawn)."""

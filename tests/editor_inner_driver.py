@@ -288,6 +288,53 @@ def actions(graph, out):
     print(json.dumps(r))
 
 
+def marks(graph, out):
+    """graphs/states.json on the graph's canvas while playing: skipped nodes dimmed, the machine's input links by
+    weight, event ticks and the list of the last events, a link's live value under the real pointer."""
+    out = Path(out)
+    editor = started(Document.open(graph))
+    pointer = Pointer()
+    call("play_button")
+    frames(editor, 2)
+    dpg.set_value(editor.view.input_items["speed"], 1.2)
+    call(editor.view.input_items["speed"], 1.2)
+    for _ in range(60):  # idle -> walking: the walk's clip and its foot plants
+        call("step_button")
+        frames(editor, 1)
+    canvas, r = editor.canvas, {}
+    dim = canvas._themes.get("dim")
+    r["dimmed"] = sorted(nid for nid, item in canvas.nodes.items() if dpg.get_item_info(item).get("theme") == dim)
+    levels = {v: k for k, v in canvas._themes.items() if isinstance(k, tuple) and k[0] == "weight"}
+    r["link_weights"] = {dst: levels[dpg.get_item_info(link).get("theme")][1] for link, (_, dst) in canvas.links.items()
+                         if dpg.get_item_info(link).get("theme") in levels}
+    r["event_ticks"] = editor.view.event_ticks
+    r["event_list"] = dpg.get_value("event_list")
+    # Hover: the middle of a link clear of the nodes (a symmetric bezier's middle is its ends' middle).
+    rects = canvas.rects(screen=True).values()
+    (ox, oy), (w, h) = canvas.origin(), canvas.size()
+    r["hovered"] = []
+    for want in (("speed.value", "loco.speed"), ("idle.pose", "loco.idle"), ("loco.state", "state.value"),
+                 ("walk_right_lock.pose", "loco.walking"), ("loco.pose", "wave_shot.base"), ("wave.value",
+                                                                                          "wave_shot.fire")):
+        a = canvas.pin_point(*want[0].split("."), "out")
+        b = canvas.pin_point(*want[1].split("."), "in")
+        if a is None or b is None:
+            continue
+        mid = ((a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+        if not (ox < mid[0] < ox + w and oy < mid[1] < oy + h) or any(
+                x <= mid[0] < x + bw and y <= mid[1] < y + bh for x, y, bw, bh in rects):
+            continue
+        pointer.move(*mid)
+        frames(editor, 3)
+        r["hovered"].append([list(want), dpg.is_item_shown("link_tip"), dpg.get_value("link_tip_text")])
+    pointer.move(ox + w - 30, oy + 30)
+    frames(editor, 3)
+    r["tip_after"] = dpg.is_item_shown("link_tip")
+    shot(out / "marks.png")
+    editor.shutdown()
+    print(json.dumps(r))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    {"build": build, "live": live, "space": blend_space, "actions": actions}[sys.argv[1]](*sys.argv[2:])
+    {"build": build, "live": live, "space": blend_space, "actions": actions, "marks": marks}[sys.argv[1]](*sys.argv[2:])

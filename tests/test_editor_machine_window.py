@@ -123,3 +123,22 @@ def test_preview_buttons_fire_a_one_shot_and_travel_a_machine(display, tmp_path)
     assert not any(held for _, _, held in r["fire"])  # the fire input pulsed: back to false after one step
     travel = r["travel"]
     assert "running" in travel and travel.index("running") > travel.index("walking")  # idle -> walking -> running
+
+
+def test_the_graph_canvas_while_playing_dims_skipped_nodes_weights_links_ticks_events_and_tips_links(display,
+                                                                                                      tmp_path):
+    # graphs/states.json walking (speed 1.2 for 60 frames): read from the items' themes and the widgets.
+    r = drive(display, "marks", ROOT / "graphs" / "states.json", tmp_path)
+    dimmed = set(r["dimmed"])
+    assert {"run", "run_left_lock", "run_right_lock", "walk_turn", "jog_left", "jog_right", "wave_clip"} <= dimmed
+    assert not dimmed & {"walk", "walk_left_lock", "walk_right_lock", "loco", "out", "speed"}
+    assert r["link_weights"]["loco.walking"] == 4 and r["link_weights"]["loco.running"] == 0  # 4: full weight
+    assert r["event_ticks"] >= 2 and "walk." in r["event_list"] and "plant" in r["event_list"]
+    tips = {tuple(link): (shown, text) for link, shown, text in r["hovered"]}
+    assert tips, "no link's middle was clear of the nodes"
+    for (src, dst), (shown, text) in tips.items():
+        assert shown and text.startswith(f"{src} -> {dst}\n"), text
+    if ("speed.value", "loco.speed") in tips:
+        assert "scalar: 1.2" in tips[("speed.value", "loco.speed")][1]
+    assert any("pose: root speed" in text for _, text in tips.values())
+    assert not r["tip_after"]  # the mouse off the links: no tip
