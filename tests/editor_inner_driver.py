@@ -211,16 +211,19 @@ def blend_space(graph, out):
     view, r = editor.space_view, {}
     r["opened"] = [editor.inner is view, dpg.get_value("crumb_here"), dpg.is_item_shown("space_pane")]
     call("play_button")
-    r["live"] = []
-    for speed in (1.65, 2.2, 2.66, 3.3, 3.94):
-        dpg.set_value(editor.view.input_items["speed"], speed)
-        call(editor.view.input_items["speed"], speed)
-        for _ in range(3):
+    r["live"], now = [], 1.65
+    for speed in (1.65, 2.2, 2.66, 3.3, 3.94):  # the slider moved there over 10 frames (no jump: no pop)
+        for k in range(1, 11):
+            value = round(now + (speed - now) * k / 10, 4)
+            dpg.set_value(editor.view.input_items["speed"], value)
+            call(editor.view.input_items["speed"], value)
             call("step_button")
             frames(editor, 1)
+        now = speed
         r["live"].append([view.live.point[0], view.live.weights])
         if speed == 3.3:
             shot(out / "space_live.png")
+    r["pops"] = [p.node for p in editor.player.pops]
     before = editor.doc.to_json()
     a = view.screen_of("jog")
     r["grabbed"] = view.entry_at(a)
