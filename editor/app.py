@@ -29,6 +29,7 @@ from animgraph.errors import AnimgraphError
 from . import files, warmup
 from .document import Document, ReadOnlyError
 from .graphview import GraphView
+from .livemarks import frame_marks
 from .machineview import MachineView
 from .spaceview import SpaceView
 from .viewport import Viewport
@@ -39,7 +40,6 @@ WINDOW = (1800, 1000)  # pixels; the panes below keep their size, the node edito
 LEFT = 250  # palette, details and assets
 PREVIEW_HEIGHT = 420  # the row under the node editor: 3D view, controls, plot
 VIEW_WIDTH, CONTROLS_WIDTH = 580, 470
-CHOOSERS = ("state_machine", "blend_space_1d", "blend_space_2d", "select", "blend")  # links drawn by weight
 COMPILE_NOTE = "compiling kernels (first run only: about a minute on 2 cores)..."
 
 
@@ -623,17 +623,9 @@ class Editor:
     def live_marks(self):
         """(node ids skipped in the frame shown, {'node.port': weight} of the inputs each choosing node shows) of the
         preview's instance; nothing while the graph has problems or nothing plays."""
-        from animgraph import inspect as look
-
         if self.player is None or self.problems or self.kernels != "ready":
             return set(), {}
-        inst, plan = self.player.inst, self.player.plan
-        dimmed = {nid for nid in plan.order if not look.ran(inst, nid)}
-        weights = {}
-        for nid in plan.order:
-            if plan.nodes[nid].type in CHOOSERS:
-                weights |= {f"{nid}.{port}": w for port, w in look.input_weights(inst, nid).items()}
-        return dimmed, weights
+        return frame_marks(self.player)
 
     def hover_link(self, at=None):
         """The mouse over a link of the graph's canvas while the preview plays: a tip with the value it carries in
