@@ -189,9 +189,13 @@ class MachineView:
 
     def sync(self):
         self.canvas.sync([])
-        if self.selected and self.selected[0] == "state" and self.selected[1] not in self.machine.states():
-            self.selected = None
-        if self.selected and self.selected[0] == "transition" and self.selected[1] >= len(self.machine.transitions()):
+        self._drop_stale()
+
+    def _drop_stale(self):
+        """Forget a selected state or transition an edit (an undo) has removed."""
+        what = self.selected
+        if what and (what[0] == "state" and what[1] not in self.machine.states() or
+                     what[0] == "transition" and what[1] >= len(self.machine.transitions())):
             self.selected = None
 
     def poll(self):
@@ -221,6 +225,7 @@ class MachineView:
         """The machine's own fields, then the selected state's or transition's."""
         m, view = self.machine, self.editor.graph_view
         node = m.node()
+        self._drop_stale()
         dpg.add_text(f"state machine {m.node_id!r}", parent=parent)
         dpg.add_text("right click: add a state; drag out -> in: add a transition; Del: delete", parent=parent,
                      wrap=240, color=(150, 150, 150))

@@ -120,6 +120,13 @@ def build(out):
     call("machine_state_name", "idle")
     frames(editor, 2)
     add_state(editor, canvas, "walk")
+    # Ctrl+Z and Ctrl+Y with the machine open: the canvas follows the graph's history.
+    editor.shortcut(dpg.mvKey_Z, ctrl=True)
+    frames(editor, 2)
+    undone = sorted(canvas.nodes)
+    editor.shortcut(dpg.mvKey_Y, ctrl=True)
+    frames(editor, 2)
+    r["undo_redo"] = [undone, sorted(canvas.nodes)]
     add_state(editor, canvas, "run")
     r["states"] = sorted(canvas.nodes)
     r["titles"] = {sid: dpg.get_item_label(item) for sid, item in canvas.nodes.items()}
@@ -250,6 +257,9 @@ def blend_space(graph, out):
     editor.shortcut(dpg.mvKey_Z, ctrl=True)
     frames(editor, 2)
     r["undone_2d"] = editor.doc.to_json() == before
+    editor.shortcut(dpg.mvKey_Z, ctrl=True)  # the 2-D node's addition: the open view goes, back to the graph
+    frames(editor, 3)
+    r["closed_by_undo"] = [editor.inner is None, dpg.is_item_shown("graph_pane"), dpg.is_item_shown("crash_box")]
     editor.shutdown()
     print(json.dumps(r))
 

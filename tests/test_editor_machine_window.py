@@ -50,6 +50,8 @@ def test_states_are_deleted_added_and_renamed_and_the_outer_pins_follow(built):
     assert r["states"] == ["any", "idle", "run", "walk"]
     assert r["titles"]["idle"] == "idle : start state" and r["titles"]["walk"] == "walk : state"
     assert r["pose_pins"] == ["idle", "walk", "run"]
+    # The rename of the new state undone (it is 'state1' again), then redone.
+    assert r["undo_redo"] == [["any", "idle", "state1"], ["any", "idle", "walk"]]
 
 
 def test_transitions_drawn_as_links_are_picked_by_a_click_and_set_in_the_details_panel(built):
@@ -110,6 +112,7 @@ def test_a_blend_space_opens_shows_its_live_weights_and_an_entry_dragged_is_undo
     # The same in a 2-D space: forward dragged to about [0.5, 1.5], undone.
     assert r["opened_2d"] and r["drag_steps_2d"] == 1 and r["undone_2d"]
     assert r["moved_2d"][1] == pytest.approx([0.5, 1.5], abs=0.02)
+    assert r["closed_by_undo"] == [True, True, False]  # undoing the node's addition closes its view, no error
 
 
 def test_preview_buttons_fire_a_one_shot_and_travel_a_machine(display, tmp_path):
