@@ -17,9 +17,10 @@ CHOOSERS = ("state_machine", "blend_space_1d", "blend_space_2d", "select", "blen
 
 
 def frame_marks(player):
-    """(node ids skipped in the player's frame, {'node.port': weight} of the inputs each choosing node shows)."""
+    """(node ids skipped in the player's frame, or left out of its plan as they feed no output; {'node.port':
+    weight} of the inputs each choosing node shows)."""
     inst, plan = player.inst, player.plan
-    dimmed = {nid for nid in plan.order if not look.ran(inst, nid)}
+    dimmed = {nid for nid in plan.order if not look.ran(inst, nid)} | set(plan.pruned)
     weights = {}
     for nid in plan.order:
         if plan.nodes[nid].type in CHOOSERS:
