@@ -345,7 +345,7 @@ class Editor:
         dpg.configure_item("graph_pane", show=False)
         dpg.set_value("crumb_here", f"> {node_id} ({view.kind})")
         dpg.configure_item("breadcrumb", show=True)
-        self.seen = None  # sync the new canvas with the document
+        self._sync_inner()  # drawn from the document now (no re-plan: the preview and its recording go on)
         self.status(f"opened {view.kind} {node_id!r}: the breadcrumb 'graph' leads back")
         return True
 
@@ -360,7 +360,8 @@ class Editor:
         self.graph_view.refresh_inspector()
 
     def double_click(self, at=None):
-        """A double click on the canvas in sight: a comment frame's title retitles it; a state machine node opens."""
+        """A double click on the graph's canvas: a comment frame's title retitles it; a state machine or blend space
+        node opens."""
         canvas = self.active_canvas
         if self.inner is not None:
             return None
