@@ -630,13 +630,16 @@ class Editor:
 
     def hover_link(self, at=None):
         """The mouse over a link of the graph's canvas while the preview plays: a tip with the value it carries in
-        the frame shown (``inspect.link_value``).  Returns the tip's text, or None."""
+        the frame shown (``inspect.link_value``); over a machine's transition: what it does.  Returns the tip's
+        text, or None."""
         from animgraph import inspect as look
 
         text = None
         at = at if at is not None else dpg.get_mouse_pos(local=False)
-        if self.inner is None and self.player is not None and not self.problems and self.canvas.hovered() and \
-                not dpg.is_mouse_button_down(dpg.mvMouseButton_Left):
+        idle = not dpg.is_mouse_button_down(dpg.mvMouseButton_Left)
+        if self.inner is not None and idle and self.active_canvas.hovered() and hasattr(self.inner, "link_text"):
+            text = self.inner.link_text(at)  # a machine's transitions: what each one does
+        elif self.inner is None and self.player is not None and not self.problems and self.canvas.hovered() and idle:
             link = self.canvas.link_at(at)
             if link is not None:
                 try:

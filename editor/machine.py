@@ -31,6 +31,20 @@ LEAVE = Port("out", "transition", "", "transitions out of this state: drag to an
 TRANSITION_FIELDS = ("from", "to", "when", "above", "below", "duration", "blend", "halflife", "priority")
 
 
+def describe(t):
+    """One line for a transition as the file holds it (a dict): its condition, duration, blend and priority."""
+    when = t.get("when")
+    if when is None:
+        cond = "always"
+    elif "above" in t or "below" in t:
+        cond = " and ".join(([f"{when} > {t['above']:g}"] if "above" in t else []) +
+                            ([f"{when} < {t['below']:g}"] if "below" in t else []))
+    else:
+        cond = f"{when} is true"
+    return (f"{t['from']} -> {t['to']}: when {cond}; {t.get('duration', 0.25):g} s {t.get('blend', 'inertialize')}, "
+            f"priority {t.get('priority', 0)}")
+
+
 @dataclass(frozen=True)
 class StateItem:
     """A canvas node: a state's name (or ``any``) and its kind (``state``, ``start state``, ``any state``)."""

@@ -21,7 +21,7 @@ from animgraph.errors import AnimgraphError
 from . import fields
 from .canvas import CHOSEN_TITLE, Canvas
 from .document import EditError
-from .machine import ANY, STATE, MachineDoc
+from .machine import ANY, STATE, MachineDoc, describe
 
 ACTIVE_TITLE = (40, 150, 70)
 LEAVING_TITLE = (170, 120, 30)
@@ -206,6 +206,14 @@ class MachineView:
             self._links_seen = links
             if len(links) == 1:
                 self.select(("transition", links[0]))
+
+    def link_text(self, at):
+        """The transitions drawn under screen point ``at`` (one link may be several), one line each; or None."""
+        pair = self.canvas.link_at(at)
+        if pair is None:
+            return None
+        src, dst = (ref.partition(".")[0] for ref in pair)
+        return "\n".join(describe(t) for t in self.machine.transitions() if (t["from"], t["to"]) == (src, dst))
 
     def show_live(self, player):
         """Read the machine from the preview's instance and show it (titles, the running transition)."""

@@ -3,7 +3,8 @@
 ``python tests/editor_inner_driver.py MODE ARGS...`` runs one scenario and prints one JSON line:
 ``build OUT_DIR``: a 3-state machine built from nothing, saved; ``live GRAPH OUT_DIR``: graphs/states.json
 played, its speed changed, the highlighted state read from the window; see the functions.
-Where dearpygui reads the mouse (double click, a click on a link) the real X pointer is moved (XTest).
+Where dearpygui reads the mouse (a click on a link, a drag, a hover) the real X pointer is moved (XTest); a double
+click is the pointer moved there and the window's double-click handler called.
 """
 
 from __future__ import annotations
@@ -26,14 +27,11 @@ def title(canvas, nid):
 
 
 def double_click(editor, pointer, at):
-    """A real double click at screen point ``at`` (the window's own handler opens what is under it)."""
+    """The real pointer moved to screen point ``at`` and the window's double-click handler called (two real clicks
+    fall inside imgui's 0.3 s only while frames are quick: not on a loaded machine)."""
     pointer.move(*at)
-    frames(editor, 2)
-    for _ in range(2):
-        pointer.button(1, True)
-        frames(editor, 1)
-        pointer.button(1, False)
-        frames(editor, 1)
+    frames(editor, 3)
+    editor._on_double_click()
     frames(editor, 3)
 
 
@@ -145,7 +143,11 @@ def build(out):
         for name, value in values.items():
             call(tag("transition", k, name), value)
             frames(editor, 2)
-    r["transitions"] = editor.doc.to_json() and [t for t in view.machine.transitions()]
+    r["transitions"] = [t for t in view.machine.transitions()]
+    p, q = pin_point(canvas, "walk.out", "out"), pin_point(canvas, "run.in", "in")
+    pointer.move((p[0] + q[0]) / 2, (p[1] + q[1]) / 2)  # hover: the tip says what the transition does
+    frames(editor, 3)
+    r["tip"] = [dpg.is_item_shown("link_tip"), dpg.get_value("link_tip_text")]
     r["links_drawn"] = sorted(canvas.links.values())
     shot(out / "machine.png")
     # Back to the graph: the machine's pins follow its states; link the input and the clips.

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from animgraph.editor.document import Document, EditError
-from animgraph.editor.machine import ANY, MachineDoc
+from animgraph.editor.machine import ANY, MachineDoc, describe
 from animgraph.graph import Graph
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,3 +140,15 @@ def test_a_machine_built_from_one_state_saves_and_reads_back(tmp_path):
     doc.save(path)
     node = Graph.load(path).node("sm")
     assert [s.name for s in node.states] == ["idle", "walk"] and node.transitions[0].when == "go"
+
+
+def test_a_transition_in_one_line():
+    _, m = machine()
+    assert [describe(t) for t in m.transitions()] == [
+        "a -> b: when speed > 0.5; 0.25 s inertialize, priority 0",
+        "b -> c: when speed > 2; 0.25 s inertialize, priority 0",
+        "any -> a: when speed < 0.5; 0.25 s inertialize, priority -1"]
+    m.set_transition_fields(0, {"when": "jump", "above": None})  # a bool condition
+    m.set_transition(1, "when", None)
+    assert describe(m.transitions()[0]).startswith("a -> b: when jump is true;")
+    assert describe(m.transitions()[1]).startswith("b -> c: when always;")

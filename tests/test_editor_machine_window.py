@@ -62,6 +62,7 @@ def test_transitions_drawn_as_links_are_picked_by_a_click_and_set_in_the_details
         {"from": "idle", "to": "walk", "when": "speed", "above": 0.5, "duration": 0.3},
         {"from": "walk", "to": "run", "when": "speed", "above": 2.0, "blend": "crossfade"},
         {"from": "any", "to": "idle", "when": "speed", "below": 0.2, "priority": -1}]
+    assert r["tip"] == [True, "walk -> run: when speed > 2; 0.25 s crossfade, priority 0"]
 
 
 def test_the_built_machine_saves_validates_and_runs(built, tmp_path):
