@@ -40,10 +40,13 @@ class SpaceView:
         self.dragging = None  # (entry name, its drawn point in space units) during a drag
         self.live = None  # inspect.SpaceNow of the last frame played
         self.size = (800, 400)
+        self.reserve = 0  # pixels below the plot for the preview row (set by build)
         self.canvas = _NoCanvas()
         self._held = False  # the left button was down last frame (a press starts only on the frame it goes down)
 
     def build(self, parent, width, height):
+        """The pane under ``parent``; ``height`` < 0: the pixels left below it for the preview row (as a canvas's)."""
+        self.reserve = max(-height, 0)
         with dpg.group(parent=parent, tag="space_pane", show=False):
             dpg.add_text("drag an entry to move it (Ctrl+Z undoes); the red cross is the parameter while playing",
                          color=(150, 150, 150))
@@ -51,10 +54,20 @@ class SpaceView:
 
     def open(self, node_id):
         self.node_id, self.frame, self.dragging, self.live = node_id, None, None, None
-        w, h = self.editor.canvas.size()
-        self.size = (max(int(w), 200), max(int(h) - 20, 150))
-        dpg.configure_item(PLOT, width=self.size[0], height=self.size[1])
+        self.fit()
         dpg.configure_item("space_pane", show=True)
+
+    def fit(self):
+        """The plot as large as the pane above the preview row (all of it while the canvas is maximized)."""
+        right, plot = dpg.get_item_state("right"), dpg.get_item_state(PLOT)
+        (w, h), top = right.get("rect_size", (0, 0)), right.get("rect_min", (0, 0))[1]
+        above = plot["rect_min"][1] - top if plot.get("rect_size", (0, 0))[1] > 0 else 70  # not drawn yet: about
+        below = self.reserve if dpg.is_item_shown("preview_row") else 8
+        size = (max(int(w) - 16, 200), max(int(h - above - below), 150))
+        if size != self.size:
+            self.size = size
+            dpg.configure_item(PLOT, width=size[0], height=size[1])
+            self.frame = None
 
     def close(self):
         dpg.configure_item("space_pane", show=False)
@@ -141,6 +154,8 @@ class SpaceView:
         self.draw()
 
     def draw(self):
+        if self.dragging is None:
+            self.fit()  # the pane's size as laid out in the last frame (a maximize, a window resized)
         dpg.delete_item(PLOT, children_only=True)
         node = self.node()
         if node is None:

@@ -233,6 +233,12 @@ def blend_space(graph, out):
         if speed == 3.3:
             shot(out / "space_live.png")
     r["pops"] = [p.node for p in editor.player.pops]
+    heights = [view.size[1]]
+    for _ in range(2):  # Ctrl+Space: the plot takes the preview row's height too; again: gives it back
+        editor.shortcut(dpg.mvKey_Spacebar, ctrl=True)
+        frames(editor, 3)
+        heights.append(view.size[1])
+    r["plot_heights"] = heights
     before = editor.doc.to_json()
     a = view.screen_of("jog")
     r["grabbed"] = view.entry_at(a)

@@ -106,6 +106,8 @@ def test_a_blend_space_opens_shows_its_live_weights_and_an_entry_dragged_is_undo
     weights = [w for _, w in r["live"]]
     assert weights[0]["walk"] == pytest.approx(1.0) and weights[2]["jog"] == pytest.approx(1.0)
     assert weights[4]["run"] == pytest.approx(1.0) and 0.0 < weights[1]["jog"] < 1.0
+    low, high, back = r["plot_heights"]
+    assert high > low + 300 and back == low  # maximized (Ctrl+Space) and back
     # A real drag of the jog entry to 3.0: one undo step; Ctrl+Z puts it back.
     assert r["grabbed"] == "jog" and r["drag_steps"] == 1
     assert r["moved"][0] == 1.65 and r["moved"][1] == pytest.approx(3.0, abs=0.02) and r["moved"][2] == 3.94
