@@ -51,6 +51,7 @@ class SpaceView:
             dpg.add_text("drag an entry to move it (Ctrl+Z undoes); the red cross is the parameter while playing",
                          color=(150, 150, 150))
             dpg.add_drawlist(*self.size, tag=PLOT)
+            dpg.add_group(tag="space_no_menu", show=False)
 
     def open(self, node_id):
         self.node_id, self.frame, self.dragging, self.live = node_id, None, None, None
@@ -221,12 +222,9 @@ class SpaceView:
 
 
 class _NoCanvas:
-    """What the window asks of the canvas in sight, for a view that has none (keys, menus: nothing to do)."""
+    """What the window asks of the canvas in sight, for the plot, which has none: its keys and menus do nothing."""
 
-    menu = title_box = "space_pane"
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
+    menu = title_box = "space_no_menu"  # a hidden item: no add menu or title box is ever open here
 
     def hovered(self):
         return False
@@ -236,6 +234,12 @@ class _NoCanvas:
 
     def key(self, *args):
         return False
+
+    def _nothing(self, *args, **kwargs):
+        return None
+
+    open_menu = delete_selected = copy = paste = duplicate = comment_selected = frame_all = frame_selected = \
+        arrange = begin_frame = menu_enter = menu_move = on_right_click = on_double_click = _nothing
 
 
 def _snap(v):
