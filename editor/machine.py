@@ -153,10 +153,16 @@ class MachineDoc:
             raise EditError(f"a state machine's canvas adds states, not {type!r} nodes")
         states, _, _ = self._entry()
         name = node_id or self._free_name()
+        drawn = self._drawn()
         with self.doc.batch():
             self._set(states=states + [{"name": name, **fields}])
-            self.doc.move_inner(self.node_id, {name: pos})
+            self.doc.move_inner(self.node_id, drawn | {name: pos})
         return name
+
+    def _drawn(self):
+        """{state: position} of every state as drawn now (laid-out ones included): stored together with an edit
+        that places one, so that the others stay where they are drawn."""
+        return {n.id: tuple(float(round(v)) for v in self.position(n.id)) for n in self.graph.nodes}  # whole pixels
 
     def probe(self, type=STATE, **fields):
         """(name, inputs, outputs) a new state would have (nothing is added)."""
@@ -193,10 +199,11 @@ class MachineDoc:
         if new == ANY or new in self.states():
             raise EditError(f"state name {new!r} is taken")
         states, _, _ = self._entry()
-        at = self.position(sid)
+        drawn = self._drawn()
+        drawn[new] = drawn.pop(sid)
         with self.doc.batch():
             self._set(states=[s | {"name": new} if s["name"] == sid else s for s in states])
-            self.doc.move_inner(self.node_id, {new: at}, keep=set(self.states()) | {ANY})
+            self.doc.move_inner(self.node_id, drawn, keep=set(drawn))
 
     def set_start(self, sid):
         """Make ``sid`` the state at the first frame and after a reset."""
@@ -215,7 +222,7 @@ class MachineDoc:
         """Place states (``{name: (x, y)}``): one undo step."""
         for sid in positions:
             self._state(sid, allow_any=True)
-        self.doc.move_inner(self.node_id, positions)
+        self.doc.move_inner(self.node_id, self._drawn() | dict(positions))
 
     def move(self, sid, pos):
         self.move_many({sid: pos})

@@ -152,3 +152,14 @@ def test_a_transition_in_one_line():
     m.set_transition(1, "when", None)
     assert describe(m.transitions()[0]).startswith("a -> b: when jump is true;")
     assert describe(m.transitions()[1]).startswith("b -> c: when always;")
+
+
+def test_placing_one_state_keeps_the_others_where_they_are_drawn():
+    doc, m = machine()
+    drawn = {n.id: m.position(n.id) for n in m.graph.nodes}  # laid out: nothing stored yet
+    m.move("b", (900, 500))
+    assert {k: m.position(k) for k in drawn if k != "b"} == {k: v for k, v in drawn.items() if k != "b"}
+    m.add_node("state", "d", pos=(0, 600))
+    m.rename("c", "e")
+    assert m.position("a") == drawn["a"] and m.position("e") == drawn["c"] and m.position("d") == (0.0, 600.0)
+    assert doc.undo() and doc.undo() and doc.undo() and "states" not in doc.graph.editor
