@@ -185,9 +185,10 @@ class MachineDoc:
             raise EditError(f"state {sid!r} is the machine's only state: a machine needs one")
         states = [s for s in states if s["name"] != sid]
         transitions = [t for t in transitions if sid not in (t["from"], t["to"])]
+        drawn = {k: v for k, v in self._drawn().items() if k != sid}
         with self.doc.batch():
             self._set(states=states, transitions=transitions, start=states[0]["name"] if start == sid else start)
-            self.doc.move_inner(self.node_id, {}, keep={s["name"] for s in states} | {ANY})
+            self.doc.move_inner(self.node_id, drawn, keep=set(drawn))
 
     def rename(self, sid, new):
         """Rename a state: the start, its transitions, the outer node's pins and their links follow."""
