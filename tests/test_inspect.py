@@ -36,3 +36,32 @@ def test_a_blend_space_s_point_and_weights():
     now = look.blend_space(inst, "gait")
     assert now.point == pytest.approx((2.66,)) and now.weights["jog"] == pytest.approx(1.0)
     assert sum(now.weights.values()) == pytest.approx(1.0)
+
+
+def test_a_crossfade_s_progress_and_both_states_weights():
+    graph = ag.Graph.from_dict({
+        "format": "animgraph.graph", "version": 4, "assets": {"walk": "animgraph:walk", "run": "animgraph:run"},
+        "nodes": [{"id": "go", "type": "input", "signal": "bool", "default": False},
+                  {"id": "walk", "type": "sample", "clip": "walk"}, {"id": "run", "type": "sample", "clip": "run"},
+                  {"id": "sm", "type": "state_machine", "start": "walking",
+                   "states": [{"name": "walking"}, {"name": "running"}],
+                   "transitions": [{"from": "walking", "to": "running", "when": "go", "duration": 0.5,
+                                    "blend": "crossfade"}]},
+                  {"id": "out", "type": "output"}],
+        "links": [["go.value", "sm.go"], ["walk.pose", "sm.walking"], ["run.pose", "sm.running"],
+                  ["sm.pose", "out.pose"]]})
+    inst = ag.compile(graph, batch=1).instance()
+    inst.step(1 / 60)
+    inst.step(1 / 60, {"go": True})
+    seen = []
+    for _ in range(40):
+        inst.step(1 / 60)
+        now = look.machine(inst, "sm")
+        seen.append(now)
+    fading = [s for s in seen if s.transition]
+    assert fading and all(s.transition[:2] == ("walking", "running") for s in fading)
+    progress = [s.transition[2] for s in fading]
+    assert progress == sorted(progress) and progress[-1] > 0.9 and seen[-1].transition is None
+    middle = fading[len(fading) // 2]
+    assert 0.0 < middle.weights["walking"] < 1.0 and sum(middle.weights.values()) == pytest.approx(1.0)
+    assert look.ran(inst, "run") and not look.ran(inst, "walk")  # the fade over: only the new state runs
