@@ -303,7 +303,8 @@ class Document:
         """{part name: (x, y)} of what the editor draws inside a node (a state machine's states), stored under
         ``editor.states.<node id>``; empty if none is placed yet."""
         stored = self.graph.editor.get("states", {}).get(node_id, {})
-        return {k: (float(v[0]), float(v[1])) for k, v in stored.items() if isinstance(v, (list, tuple)) and len(v) == 2}
+        return {k: (float(v[0]), float(v[1])) for k, v in stored.items()
+                if isinstance(v, (list, tuple)) and len(v) == 2}
 
     def move_inner(self, node_id, positions, keep=None):
         """Place parts inside node ``node_id`` (``{name: (x, y)}``, one undo step); ``keep``: the names that stay

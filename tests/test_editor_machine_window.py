@@ -1,5 +1,6 @@
-"""A state machine opened in the editor window under Xvfb, through the window's callbacks (tests/editor_inner_driver.py):
-built from nothing, saved, validated and run; played with the active state read from the window."""
+"""State machines and blend spaces opened in the editor window under Xvfb, through the window's callbacks
+(tests/editor_inner_driver.py): a machine built from nothing, saved, validated and run; played with the active state
+read from the window; a blend space's entry dragged and undone; the preview's buttons; the graph canvas's live marks."""
 
 from __future__ import annotations
 
