@@ -29,6 +29,9 @@ from animgraph.errors import AnimgraphError
 from . import files, warmup
 from .document import Document, ReadOnlyError
 from .graphview import GraphView
+from .inner import InnerViews
+from .machineview import MachineView
+from .spaceview import SpaceView
 from .viewport import Viewport
 
 TITLE = "animgraph editor"
@@ -40,7 +43,7 @@ VIEW_WIDTH, CONTROLS_WIDTH = 580, 470
 COMPILE_NOTE = "compiling kernels (first run only: about a minute on 2 cores)..."
 
 
-class Editor:
+class Editor(InnerViews):
     """The editor window over one document at a time."""
 
     def __init__(self, doc, error=None):
@@ -60,6 +63,9 @@ class Editor:
         self.closing = False
         self.discarded = False  # the user discarded the unsaved changes: no autosave at shutdown
         self.graph_view = GraphView(self)
+        self.machine_view = MachineView(self)
+        self.space_view = SpaceView(self)
+        self.inner = None  # the open state machine's (or blend space's) view, None on the graph
         self.view = Viewport(self)
         self.first_error = error
         self.jobs = []  # callbacks triggered from Python (tests), run with dearpygui's queue
@@ -80,7 +86,13 @@ class Editor:
                     dpg.add_separator()
                     self.graph_view.build_inspector("left")
                 with dpg.child_window(width=-1, height=-30, tag="right", no_scrollbar=True):
-                    self.graph_view.build_editor("right", -1, -PREVIEW_HEIGHT)
+                    with dpg.group(horizontal=True, tag="breadcrumb", show=False):
+                        dpg.add_button(label="graph", tag="crumb_graph", small=True, callback=self.close_inner)
+                        dpg.add_text("", tag="crumb_here")
+                    with dpg.group(tag="graph_pane"):
+                        self.graph_view.build_editor("graph_pane", -1, -PREVIEW_HEIGHT)
+                    self.machine_view.build("right", -1, -PREVIEW_HEIGHT)
+                    self.space_view.build("right", -1, -PREVIEW_HEIGHT)
                     with dpg.group(horizontal=True, tag="preview_row"):
                         with dpg.child_window(width=VIEW_WIDTH, height=-1, tag="view_pane", no_scrollbar=True):
                             self.view.build_view("view_pane")
@@ -114,14 +126,16 @@ class Editor:
             with dpg.menu(label="Edit"):
                 dpg.add_menu_item(label="Undo", shortcut="Ctrl+Z", callback=self.undo)
                 dpg.add_menu_item(label="Redo", shortcut="Ctrl+Y", callback=self.redo)
-                canvas = self.canvas
-                for label, key, fn in (("Add node...", "right click", lambda: canvas.open_menu()),
-                                       ("Delete selected", "Del", canvas.delete_selected),
-                                       ("Copy", "Ctrl+C", canvas.copy), ("Paste", "Ctrl+V", canvas.paste),
-                                       ("Duplicate", "Ctrl+D", canvas.duplicate),
-                                       ("Comment frame around selected", "C", lambda: canvas.comment_selected()),
-                                       ("Arrange nodes", "", self.arrange), ("Frame all", "Home", canvas.frame_all),
-                                       ("Frame selected", "F", canvas.frame_selected)):
+                def on(name, *args):  # the canvas in sight: the graph's, or the open machine's
+                    return lambda: getattr(self.active_canvas, name)(*args)
+
+                for label, key, fn in (("Add node...", "right click", on("open_menu")),
+                                       ("Delete selected", "Del", on("delete_selected")),
+                                       ("Copy", "Ctrl+C", on("copy")), ("Paste", "Ctrl+V", on("paste")),
+                                       ("Duplicate", "Ctrl+D", on("duplicate")),
+                                       ("Comment frame around selected", "C", on("comment_selected")),
+                                       ("Arrange nodes", "", self.arrange), ("Frame all", "Home", on("frame_all")),
+                                       ("Frame selected", "F", on("frame_selected"))):
                     dpg.add_menu_item(label=label, shortcut=key, callback=lambda s, a, u: u(), user_data=fn)
             with dpg.menu(label="View"):
                 dpg.add_menu_item(label="Maximize canvas", shortcut="Ctrl+Space", check=True, tag="maximize_item",
@@ -152,6 +166,9 @@ class Editor:
         with dpg.window(label="Error", modal=True, show=False, tag="error_box", width=560):
             dpg.add_text("", tag="error_text", wrap=540)
             dpg.add_button(label="OK", width=90, callback=lambda: dpg.hide_item("error_box"))
+        with dpg.window(tag="link_tip", show=False, no_title_bar=True, no_move=True, no_resize=True, autosize=True,
+                        no_focus_on_appearing=True, no_saved_settings=True):
+            dpg.add_text("", tag="link_tip_text")
         with dpg.window(label="Internal error", modal=True, show=False, tag="crash_box", width=560):
             dpg.add_text("", tag="crash_text", wrap=540)
             with dpg.group(horizontal=True):
@@ -185,6 +202,7 @@ class Editor:
         self._update_title()
 
     def set_document(self, doc, offer=True):
+        self.close_inner()
         self.doc, self.seen, self.discarded = doc, None, False
         doc.read_assets = self.assets_ready
         self.graph_view.selected = None
@@ -301,9 +319,14 @@ class Editor:
         """The graph's node canvas."""
         return self.graph_view.canvas
 
+    @property
+    def active_canvas(self):
+        """The canvas in sight: the open state machine's, else the graph's."""
+        return self.inner.canvas if self.inner is not None else self.canvas
+
     def arrange(self):
-        """Lay the graph out left to right (one undo step)."""
-        return self.canvas.arrange()
+        """Lay the canvas in sight out left to right (one undo step)."""
+        return self.active_canvas.arrange()
 
     def undo(self):
         if self.doc.undo():
@@ -321,18 +344,19 @@ class Editor:
         if key == dpg.mvKey_Return:
             if dpg.is_item_focused("palette_search"):
                 self.graph_view.palette_enter()
-            elif dpg.is_item_shown(self.canvas.menu):
-                self.canvas.menu_enter()
+            elif dpg.is_item_shown(self.active_canvas.menu):
+                self.active_canvas.menu_enter()
             return  # (the comment title box takes its Enter itself)
         if key in (dpg.mvKey_Up, dpg.mvKey_Down):  # walk the matches while typing a search, as in Blender's menus
             step = 1 if key == dpg.mvKey_Down else -1
             if dpg.is_item_focused("palette_search"):
                 self.graph_view.move_highlight(step)
-            elif dpg.is_item_shown(self.canvas.menu):
-                self.canvas.menu_move(step)
+            elif dpg.is_item_shown(self.active_canvas.menu):
+                self.active_canvas.menu_move(step)
             return
-        typing = dpg.is_item_focused("palette_search") or self.canvas.typing()
-        if not typing and self.canvas.hovered() and self.canvas.key(key, ctrl, shift):
+        canvas = self.active_canvas
+        typing = dpg.is_item_focused("palette_search") or canvas.typing()
+        if not typing and canvas.hovered() and canvas.key(key, ctrl, shift):
             return  # the canvas's keys act where the mouse is on the canvas, so typing in a field stays typing
         self.shortcut(key, ctrl, shift)
 
@@ -343,16 +367,19 @@ class Editor:
         """
         self.maximized = bool(on)
         dpg.configure_item("preview_row", show=not self.maximized)
-        dpg.configure_item(self.canvas.tag, height=-1 if self.maximized else -PREVIEW_HEIGHT)
+        for canvas in (self.canvas, self.machine_view.canvas):
+            dpg.configure_item(canvas.tag, height=-1 if self.maximized else -PREVIEW_HEIGHT)
+        if self.inner is self.space_view:
+            self.space_view.fit()
         dpg.set_value("maximize_item", self.maximized)
 
     def _on_double_click(self):
-        if self.canvas.hovered() and not self.canvas.typing():
-            self.canvas.on_double_click()
+        if self.active_canvas.hovered() and not self.active_canvas.typing():
+            self.double_click()
 
     def _on_right_click(self):
-        if self.canvas.hovered() and not self.canvas.typing():
-            self.canvas.on_right_click()
+        if self.active_canvas.hovered() and not self.active_canvas.typing():
+            self.active_canvas.on_right_click()
 
     def shortcut(self, key, ctrl=False, shift=False):
         """What a key pressed with Ctrl and Shift held (or not) does: the menus' shortcuts, Del."""
@@ -364,7 +391,7 @@ class Editor:
         elif ctrl and (key, shift) in actions:
             actions[key, shift]()
         elif key == dpg.mvKey_Delete and not dpg.is_item_focused("palette_search"):
-            self.canvas.delete_selected()
+            self.active_canvas.delete_selected()
 
     # ------------------------------------------------------------ kernels
 
@@ -426,6 +453,7 @@ class Editor:
         if self.kernels != "ready":  # planning reads clips and builds tables: compiled code, maybe not cached yet
             self.problems = self.doc.check()
             self.graph_view.sync(self.problems)
+            self._sync_inner()
             if self.problems:
                 self.status(self.problems[0].text, error=True)
             self.seen = self.doc.revision
@@ -436,6 +464,7 @@ class Editor:
         if result.plan is not None:
             self.plan, self.skeleton = result.plan, result.plan.skeleton
         self.graph_view.sync(self.problems)
+        self._sync_inner()
         if self.problems:
             p = self.problems[0]
             self.status(p.text, error=True)
@@ -470,13 +499,21 @@ class Editor:
         now = time.monotonic()
         seconds, self.last_tick = now - self.last_tick, now
         self.poll_kernels()
-        self.graph_view.poll_moves()
+        if self.inner is not None:
+            self.inner.poll()
+        else:
+            self.graph_view.poll_moves()
         if self.seen != self.doc.revision or (self.kernels == "ready" and self.player is None and self.seen != -1):
             self.revalidate()
         self.view.advance(min(seconds, 0.25))
         self.view.draw()
         self.view.update_plot()
-        self.graph_view.show_problems(self.problems, self._popping())
+        dimmed, weights = self.live_marks()
+        self.graph_view.show_problems(self.problems, self._popping(), dimmed)
+        self.canvas.show_weights(weights)
+        self.hover_link()
+        if self.inner is not None:
+            self.inner.show_live(self.player if self.kernels == "ready" and not self.problems else None)
         if now - self.last_autosave > AUTOSAVE_SECONDS:
             self.last_autosave = now
             try:
@@ -490,7 +527,7 @@ class Editor:
         """One frame: the queued UI callbacks, then the frame's work, each inside the error boundary; then drawn
         (``draw=False``: not drawn, for tests that drive many edits)."""
         jobs, self.jobs = [*(dpg.get_callback_queue() or ()), *self.jobs], []
-        self.protect(self.canvas.begin_frame)
+        self.protect(self.active_canvas.begin_frame)
         for job in jobs:
             self.protect(_call, *job)
         self.protect(self.tick)

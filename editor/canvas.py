@@ -24,6 +24,7 @@ from animgraph.errors import AnimgraphError
 from . import layout, palette
 from .addmenu import AddMenu
 from .comments import CommentFrames
+from .livemarks import LiveMarks
 from .document import EditError
 
 ERROR_TITLE = (170, 40, 40)
@@ -66,7 +67,7 @@ def clear_of_minimap(rects, x0, y0, left, top, w, h):
     return left - sx, top - sy
 
 
-class Canvas(AddMenu, CommentFrames):
+class Canvas(AddMenu, CommentFrames, LiveMarks):
     """A node canvas over ``owner.doc``: build(parent) once, then sync(problems) and poll() every frame."""
 
     def __init__(self, owner, name="graph"):
@@ -97,6 +98,7 @@ class Canvas(AddMenu, CommentFrames):
         self.frame_index = []  # the document's index of each frame in ``frames``
         self._retitling = None  # index of the frame the open title box retitles (None: a new frame)
         self._themes = {}
+        self._levels = {}  # link item -> the weight shade it is drawn with (None: its signal's colour)
         self._pan = None
         self._placed = {}  # node id -> grid position the canvas last gave its item
 
@@ -408,8 +410,8 @@ class Canvas(AddMenu, CommentFrames):
     def rebuild(self):
         dpg.delete_item(self.tag, children_only=True)
         self.nodes, self.pins, self.links, self.errors, self.tips, self.marked = {}, {}, {}, {}, {}, set()
-        self._placed = {}
-        by_port = {}
+        self.by_port = by_port = {}  # (node id, port, "in"|"out") -> attribute item
+        self._placed, self._levels = {}, {}
         for node in self.doc.graph.nodes:
             ins, outs = self.doc.ports(node.id)
             x, y = self.doc.position(node.id)
@@ -462,15 +464,16 @@ class Canvas(AddMenu, CommentFrames):
             self._themes[key] = theme
         return self._themes[key]
 
-    def show_problems(self, problems, popping=None):
+    def show_problems(self, problems, popping=None, dimmed=()):
         """Problem nodes get a red title and their message under the pins; a popping node an orange title; nodes
-        the canvas chose a blue one."""
+        the canvas chose a blue one; ``dimmed`` nodes (skipped in the frame played) are drawn dark."""
         text = {}
         for p in problems:
             if p.node in self.nodes:
                 text.setdefault(p.node, p.text)
         chosen = self.chosen or set()
-        marked = set(text) | ({popping} if popping in self.nodes else set()) | (chosen & set(self.nodes))
+        dimmed = set(dimmed) & set(self.nodes)
+        marked = set(text) | ({popping} if popping in self.nodes else set()) | (chosen & set(self.nodes)) | dimmed
         for nid, item in self.nodes.items():
             if nid in text:
                 dpg.bind_item_theme(item, self._title_theme(ERROR_TITLE))
@@ -478,6 +481,8 @@ class Canvas(AddMenu, CommentFrames):
                 dpg.bind_item_theme(item, self._title_theme(POP_TITLE))
             elif nid in chosen:
                 dpg.bind_item_theme(item, self._title_theme(CHOSEN_TITLE))
+            elif nid in dimmed:
+                dpg.bind_item_theme(item, self._dim_theme())
             elif nid in self.marked:
                 dpg.bind_item_theme(item, 0)
             if dpg.get_value(self.errors[nid]) != text.get(nid, ""):
@@ -511,5 +516,6 @@ class Canvas(AddMenu, CommentFrames):
                 self.act("move_many", moved)
                 self._place_items()
         self.draw_frames()
+
 
 

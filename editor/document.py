@@ -232,31 +232,44 @@ class Document:
         data["links"] = [ln for ln in data["links"] if node_id not in (_nid(ln[0]), _nid(ln[1]))]
         _positions(data).pop(node_id, None)
         _drop_from_comments(data, {node_id})
+        inner = data["editor"].get("states", {})
+        inner.pop(node_id, None)
+        if not inner:
+            data["editor"].pop("states", None)
         self._apply(data)
 
     def set_field(self, node_id, field, value):
         """Set one field of a node, validated by its model; links to ports the change removes are dropped."""
+        self.set_fields(node_id, {field: value})
+
+    def set_fields(self, node_id, values):
+        """Set several fields of a node at once (``{field: value}``, validated together: a state machine's states
+        and the transitions that name them); links to ports the change removes are dropped.  One undo step."""
         node = self._node(node_id)
         fields = type(node).model_fields
-        if field in ("id", "type"):
-            raise EditError(f"node {node_id!r}: {'rename the node' if field == 'id' else 'a node keeps its type'}"
-                            f" instead of setting {field!r}")
-        if field not in fields:
-            raise EditError(f"node {node_id!r} has no field {field!r} (fields: "
-                            f"{', '.join(f for f in fields if f not in ('id', 'type'))})")
-        graph = self._with_field(node, field, value)
+        for field in values:
+            if field in ("id", "type"):
+                raise EditError(f"node {node_id!r}: {'rename the node' if field == 'id' else 'a node keeps its type'}"
+                                f" instead of setting {field!r}")
+            if field not in fields:
+                raise EditError(f"node {node_id!r} has no field {field!r} (fields: "
+                                f"{', '.join(f for f in fields if f not in ('id', 'type'))})")
+        graph = self._with_fields(node, values)
         stale = linkrules.stale_links(graph, node_id)
         data = graph.to_dict()
         data["links"] = [ln for ln in data["links"] if tuple(ln) not in set(map(tuple, stale))]
         self._apply(data)
 
-    def _with_field(self, node, field, value):
-        """The graph with ``node.field = value``; a changed signal kind resets fields that only fit the old kind."""
+    def _with_fields(self, node, values):
+        """The graph with ``node.field = value`` for each of ``values``; a changed signal kind (one field set alone)
+        resets fields that only fit the old kind."""
         entry = next(n for n in self._data()["nodes"] if n["id"] == node.id)
         widgets = {s.name: s.widget for s in field_specs(node)}
-        followed, ports = type(node).follow_edit(entry, entry | {field: value})  # a renamed state's references
+        followed, ports = type(node).follow_edit(entry, entry | values)  # a renamed state's references
         tries = [followed]
-        if widgets[field] == "signal":  # value fields follow the kind; then whatever only the old kind allowed
+        field, value = next(iter(values.items()))
+        if len(values) == 1 and widgets[field] == "signal":
+            # value fields follow the kind; then whatever only the old kind allowed
             tries.append({k: v for k, v in entry.items() if widgets.get(k) != "value"} | {field: value})
             keep = {k for k, info in type(node).model_fields.items() if info.is_required()} | {"id", "type"}
             tries.append({k: v for k, v in entry.items() if k in keep} | {field: value})
@@ -286,6 +299,30 @@ class Document:
             _positions(data)[node_id] = _xy(pos)
         self._apply(data)
 
+    def inner_positions(self, node_id):
+        """{part name: (x, y)} of what the editor draws inside a node (a state machine's states), stored under
+        ``editor.states.<node id>``; empty if none is placed yet."""
+        stored = self.graph.editor.get("states", {}).get(node_id, {})
+        return {k: (float(v[0]), float(v[1])) for k, v in stored.items()
+                if isinstance(v, (list, tuple)) and len(v) == 2}
+
+    def move_inner(self, node_id, positions, keep=None):
+        """Place parts inside node ``node_id`` (``{name: (x, y)}``, one undo step); ``keep``: the names that stay
+        (the others' positions are dropped)."""
+        self._node(node_id)
+        data = self._data()
+        inner = data["editor"].setdefault("states", {}).setdefault(node_id, {})
+        for name, pos in positions.items():
+            inner[name] = _xy(pos)
+        if keep is not None:
+            for name in [k for k in inner if k not in keep]:
+                del inner[name]
+        if not inner:
+            del data["editor"]["states"][node_id]
+        if not data["editor"]["states"]:
+            del data["editor"]["states"]
+        self._apply(data)
+
     def position(self, node_id):
         """The editor position (x, y) of a node; (0, 0) if it has none."""
         xy = self.graph.editor.get("positions", {}).get(node_id)
@@ -307,6 +344,9 @@ class Document:
             positions[new_id] = positions.pop(node_id)
         for frame in data["editor"].get("comments", []):
             frame["nodes"] = [new_id if n == node_id else n for n in frame["nodes"]]
+        inner = data["editor"].get("states", {})
+        if node_id in inner:
+            inner[new_id] = inner.pop(node_id)
         self._apply(data)
 
     def copy(self, ids):

@@ -12,6 +12,7 @@ import dearpygui.dearpygui as dpg
 from . import fields, palette
 from .canvas import Canvas
 
+OPENS = {"state_machine": "its states", "blend_space_1d": "its plot", "blend_space_2d": "its plot"}  # double-click
 
 class GraphView:
     """Palette, node editor, inspector and asset panel bound to ``editor.doc``; ``editor.status(text)`` reports."""
@@ -119,8 +120,8 @@ class GraphView:
         self.refresh_inspector()
         self.refresh_assets()
 
-    def show_problems(self, problems, popping=None):
-        self.canvas.show_problems(problems, popping)
+    def show_problems(self, problems, popping=None, dimmed=()):
+        self.canvas.show_problems(problems, popping, dimmed)
 
     def poll_moves(self):
         """The canvas's per-frame work (drags written back, selection followed, comment frames drawn)."""
@@ -141,6 +142,10 @@ class GraphView:
 
     def refresh_inspector(self):
         dpg.delete_item("inspector", children_only=True)
+        inner = self.editor.inner
+        if inner is not None and inner.valid():  # an open machine or blend space: its own details
+            inner.refresh_details("inspector")
+            return
         nid = self.selected
         if nid is None:
             dpg.add_text("select a node to edit its fields", parent="inspector", color=(150, 150, 150))
@@ -150,6 +155,9 @@ class GraphView:
         dpg.add_text(f"{node.type}: {palette.doc(node.type)}", wrap=240, parent=parent)
         dpg.add_input_text(label="id", default_value=nid, on_enter=True, parent=parent, width=150,
                            callback=lambda s, a: self._rename(nid, a))
+        if node.type in OPENS:
+            dpg.add_button(label=f"open {OPENS[node.type]} (double-click)", parent=parent, tag="inspector_open",
+                           callback=lambda: self.editor.open_inner(nid))
         panel = fields.Panel(self, nid)
         for spec in self.doc.field_specs(nid):
             panel.field(parent, spec, getattr(node, spec.name))

@@ -41,6 +41,7 @@ class _Frame:
     values: np.ndarray  # one value per channel
     pop: object  # the Pop found on this frame, or None
     ended: bool  # every ``loop: false`` sample is at or past its clip's end after this frame (False: none)
+    events: list  # the events (``animgraph.events.Event``) of the step that reached it
 
 
 class Player:
@@ -127,6 +128,11 @@ class Player:
         """Whether every ``loop: false`` sample had played to its clip's end by the current frame (and the frame
         before): where a looping preview starts again.  Never true for a graph without such a sample."""
         return self.frame > self.first and self._at(self.frame).ended and self._at(self.frame - 1).ended
+
+    def events(self, last=None):
+        """[(frame, Event)] of the recorded frames up to the current one (``last``: only that many, the newest)."""
+        found = [(self.first + i, e) for i, r in enumerate(self._rec[:self.frame - self.first + 1]) for e in r.events]
+        return found[-last:] if last else found
 
     def frames_recorded(self):
         """How many frames the recording holds (frames ``first`` .. ``first + n - 1``)."""
@@ -221,6 +227,7 @@ class Player:
             except GraphError:
                 del self.inputs[name]  # the edit removed the input or changed its kind
         self.inst.step(self.dt)
+        self._fresh = self.inst.events()
         self.frame = self.first = frame
         self._rec, self._seen, self._touched = [], None, False
         self.finder.reset()
@@ -233,7 +240,8 @@ class Player:
         self._seen = self.frame
         values = np.concatenate([np.linalg.norm(vel, axis=1), self.inst.sig[0, self._reads], [self.finder.worst]])
         state = self.inst.save_state() if (self.frame - self.first) % self.every == 0 else None
-        self._rec.append(_Frame(dict(self.inputs), self.dt, state, pos, vel, values, pop, self._ended()))
+        self._rec.append(_Frame(dict(self.inputs), self.dt, state, pos, vel, values, pop, self._ended(),
+                                list(self._fresh)))
         self._touched = False
         if len(self._rec) > self.keep:  # the front must stay a recorded state
             del self._rec[:self.every]
@@ -268,6 +276,7 @@ class Player:
         if inputs:
             self.inst.set_inputs(inputs)
         self.inst.step(dt)
+        self._fresh = self.inst.events()  # this step's (a replay's were recorded the first time)
 
     def _at(self, frame):
         return self._rec[frame - self.first]

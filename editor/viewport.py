@@ -12,6 +12,7 @@ import numpy as np
 
 import dearpygui.dearpygui as dpg
 
+from .actions import Actions
 from .camera import OrbitCamera
 
 WIDTH, HEIGHT = 560, 380
@@ -19,6 +20,8 @@ TIMELINE = 380  # pixels
 ARROW_SECONDS = 0.1  # a velocity arrow is the distance covered in this time
 SPEEDS = ("0.1x", "0.25x", "0.5x", "1x", "2x")
 MAX_STEPS_PER_TICK = 4  # playback never falls further behind than this per drawn frame
+EVENT_TICK = (120, 200, 230)
+EVENTS_LISTED = 6  # the last events listed under the timeline
 
 
 class Viewport:
@@ -35,6 +38,8 @@ class Viewport:
         self.input_items = {}
         self.series = []
         self._plot_tick = 0
+        self.actions = Actions(self)
+        self.event_ticks = 0  # frames with events marked on the timeline
 
     @property
     def player(self):
@@ -70,9 +75,12 @@ class Viewport:
                                callback=lambda s, a: self.seek(a))
             dpg.add_drawlist(TIMELINE, 10, tag="pop_marks")
             dpg.add_text("", tag="pop_text", wrap=TIMELINE + 40, color=(255, 170, 60))
+            dpg.add_text("", tag="event_list", color=(120, 200, 230))
             dpg.add_separator()
             dpg.add_text("Inputs")
             dpg.add_group(tag="inputs")
+            dpg.add_separator()
+        self.actions.build(parent)
 
     def build_plot(self, parent):
         """Up to three channels over time."""
@@ -96,6 +104,7 @@ class Viewport:
             self.playing = True
             self.toggle_play()
             self.player.step()
+            self.actions.after_step()
 
     def reset(self):
         if self.player is not None:
@@ -128,6 +137,7 @@ class Viewport:
             self.player.reset()
         else:
             self.player.step()
+            self.actions.after_step()
 
     # ------------------------------------------------------------ inputs
 
@@ -160,6 +170,7 @@ class Viewport:
             else:
                 item = dpg.add_text(f"{nid}: {kind} input (set from code)", parent="inputs")
             self.input_items[nid] = item
+        self.actions.rebuild()
 
     # ------------------------------------------------------------ camera input
 
@@ -271,6 +282,14 @@ class Viewport:
         dpg.set_value("timeline", player.frame)
         dpg.delete_item("pop_marks", children_only=True)
         w = TIMELINE
+        events = player.events()
+        for frame in sorted({f for f, _ in events}):  # a tick per frame with events (blue), under the pops (red)
+            x = 8 + (w - 16) * (frame - first) / (last - first)
+            dpg.draw_line((x, 0), (x, 6), color=EVENT_TICK, thickness=1, parent="pop_marks")
+        self.event_ticks = len({f for f, _ in events})
+        dpg.set_value("event_list", "\n".join(
+            f"{f:5d}  {e.node}.{e.name} {e.kind}" + (f" w {e.weight:.2f}" if e.weight < 1.0 else "")
+            for f, e in events[-EVENTS_LISTED:]) or "no events")
         for pop in player.pops:
             x = 8 + (w - 16) * (pop.frame - first) / (last - first)
             dpg.draw_line((x, 0), (x, 10), color=(255, 80, 60), thickness=2, parent="pop_marks")
