@@ -88,7 +88,8 @@ def test_state_machine_entries_for_a_tiny_batch():
     one, mixed, alone = (results[f"state_machine8/20{s}"] for s in ("", "/mixed", "/one-state"))
     assert (one["states_occupied"], one["mid_transition"]) == (1, 0)
     assert (mixed["states_occupied"], mixed["mid_transition"]) == (8, 0)
-    assert alone["ops"] == 3 + 1 and one["ops"] == mixed["ops"] == 8 * 3 + 3 + 1  # samples, blends, inputs, machine, out
+    # samples, blends, inputs, machine, out; + 1: the events' weights (the blends' alphas weigh the samples' events)
+    assert alone["ops"] == 3 + 1 + 1 and one["ops"] == mixed["ops"] == 8 * 3 + 3 + 1 + 1
     for r in results.values():
         assert r["batch"] == 20 and r["threads"] == 1 and math.isfinite(r["ns_per_character"])
         assert math.isclose(r["over_one_state"] * alone["ns_per_character"], r["ns_per_character"])

@@ -333,9 +333,9 @@ class Harness:
 def test_params_layout():
     clip = synthetic_clip()
     h = Harness(clip, Sample(id="s", clip="c", mode="linear", loop=False, rate=0.5))
-    # The rate is a signal, not a parameter; then the events' source (op 0 outside a plan), their weight threshold
-    # and no track points or ranges.
-    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0, 0, 0, 1e-5, 0, 0])
+    # The rate is a signal, not a parameter; then the events' source (op 0 outside a plan), their weight threshold,
+    # no track points or ranges, and its own time line (not a sync group's: events do not look ahead).
+    np.testing.assert_array_equal(h.par, [7, clip.frames, clip.dt, 0, 0, 0, 0, 0, 1e-5, 0, 0, 0])
 
 
 @pytest.mark.parametrize("mode,loop", MODES)
