@@ -288,7 +288,8 @@ class Viewport:
             dpg.draw_line((x, 0), (x, 6), color=EVENT_TICK, thickness=1, parent="pop_marks")
         self.event_ticks = len({f for f, _ in events})
         dpg.set_value("event_list", "\n".join(
-            f"{f:5d}  {e.node}.{e.name} {e.kind}" + (f" w {e.weight:.2f}" if e.weight < 1.0 else "")
+            f"{f:5d}  {e.node}.{e.name} {e.kind}" + (f" {e.detail}" if e.detail else "")
+            + (f" w {e.weight:.2f}" if e.weight < 1.0 else "")
             for f, e in events[-EVENTS_LISTED:]) or "no events")
         for pop in player.pops:
             x = 8 + (w - 16) * (pop.frame - first) / (last - first)
