@@ -31,18 +31,21 @@ LEAVE = Port("out", "transition", "", "transitions out of this state: drag to an
 TRANSITION_FIELDS = ("from", "to", "when", "above", "below", "duration", "blend", "halflife", "priority")
 
 
-def describe(t):
-    """One line for a transition as the file holds it (a dict): its condition, duration, blend and priority."""
+def condition(t):
+    """A transition's condition (a dict as the file holds it) in a few words: "speed > 0.3", "go is true", "always"."""
     when = t.get("when")
     if when is None:
-        cond = "always"
-    elif "above" in t or "below" in t:
-        cond = " and ".join(([f"{when} > {t['above']:g}"] if "above" in t else []) +
+        return "always"
+    if "above" in t or "below" in t:
+        return " and ".join(([f"{when} > {t['above']:g}"] if "above" in t else []) +
                             ([f"{when} < {t['below']:g}"] if "below" in t else []))
-    else:
-        cond = f"{when} is true"
-    return (f"{t['from']} -> {t['to']}: when {cond}; {t.get('duration', 0.25):g} s {t.get('blend', 'inertialize')}, "
-            f"priority {t.get('priority', 0)}")
+    return f"{when} is true"
+
+
+def describe(t):
+    """One line for a transition as the file holds it (a dict): its condition, duration, blend and priority."""
+    return (f"{t['from']} -> {t['to']}: when {condition(t)}; {t.get('duration', 0.25):g} s "
+            f"{t.get('blend', 'inertialize')}, priority {t.get('priority', 0)}")
 
 
 @dataclass(frozen=True)

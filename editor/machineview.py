@@ -1,7 +1,8 @@
 """A state machine opened in the editor: its states and transitions on a canvas of their own, live while it plays.
 
 Double-clicking a ``state_machine`` node opens it here (the breadcrumb leads back to the
-graph).  The canvas is a ``canvas.Canvas`` over ``machine.MachineDoc``, with the canvas's
+graph).  The canvas is a ``canvas.Canvas`` over ``machine.MachineDoc`` (each link drawn with an
+arrowhead where it enters its state and its condition over it), with the canvas's
 habits: right click adds a state at the cursor, a drag from a state's ``out`` to another's
 ``in`` adds a transition, Del removes the selected states and transitions, every edit is one
 undo step of the graph's document.  The details panel shows the machine's fields, the
@@ -21,11 +22,15 @@ from animgraph.errors import AnimgraphError
 from . import fields
 from .canvas import CHOSEN_TITLE, Canvas
 from .document import EditError
-from .machine import ANY, STATE, MachineDoc, describe
+from .machine import ANY, STATE, MachineDoc, condition, describe
 
 ACTIVE_TITLE = (40, 150, 70)
 LEAVING_TITLE = (170, 120, 30)
 RUNNING_LINK = (120, 240, 140)
+ARROW = (200, 200, 200)
+LABEL_BACK = (30, 31, 36, 220)
+LABEL_CHAR = 7.0  # px a character of a condition's label takes (size 13)
+NODE_PADDING = 8.0  # px between a node's contents and its frame, where its pins sit (the node editor's default)
 
 
 class MachineCanvas(Canvas):
@@ -37,6 +42,7 @@ class MachineCanvas(Canvas):
         self.titles = {}  # state -> the title colour bound (None: the default)
         self.live = None  # inspect.MachineNow of the last frame played, or None
         self.running = None  # (state left, state entered, progress) of the transition drawn, or None
+        self.transition_labels = []  # the condition text drawn over each link, as drawn last frame
 
     def menu_choices(self, text):
         """The add menu here adds states only."""
@@ -95,6 +101,43 @@ class MachineCanvas(Canvas):
             if dpg.get_item_info(item).get("theme") == theme:
                 return sid
         return None
+
+    def pin_points(self):
+        """{(state, "in" or "out"): (x, y)}: where each state's pins are drawn on screen (its row's middle, on the
+        node's frame)."""
+        points = {}
+        for attr, (sid, _, kind) in self.pins.items():
+            node, rows = self.nodes.get(sid), dpg.get_item_children(attr, 1)
+            if node is None or not rows:
+                continue
+            (x0, _), (x1, _) = dpg.get_item_rect_min(node), dpg.get_item_rect_max(node)
+            (_, y0), (_, y1) = dpg.get_item_rect_min(rows[0]), dpg.get_item_rect_max(rows[0])
+            if x1 <= x0:  # not drawn yet
+                continue
+            points[(sid, kind)] = (x0 - NODE_PADDING if kind == "in" else x1 + NODE_PADDING, (y0 + y1) / 2)
+        return points
+
+    def draw_transitions(self):
+        """Each transition's direction and condition over its link: an arrowhead at the state it enters, the
+        condition at the link's middle (where the node editor's curve passes); several between one pair share a
+        line."""
+        if self.owner.machine is None or not dpg.is_item_shown(self.tag):
+            return
+        points, shown = self.pin_points(), {}
+        for t in self.owner.machine.transitions():
+            a, b = points.get((t["from"], "out")), points.get((t["to"], "in"))
+            if a is not None and b is not None:
+                shown.setdefault((a, b), []).append(condition(t))
+        for (a, b), words in shown.items():
+            dpg.draw_triangle((b[0] - 1, b[1]), (b[0] - 11, b[1] - 5), (b[0] - 11, b[1] + 5), color=ARROW,
+                              fill=ARROW, parent=self.overlay)
+            # Above a link that runs forward (left to right), below one that runs back: a pair's two labels part.
+            text = "; ".join(words)
+            x, y = (a[0] + b[0]) / 2 - LABEL_CHAR * len(text) / 2, (a[1] + b[1]) / 2 + (-17 if b[0] > a[0] else 4)
+            dpg.draw_rectangle((x - 2, y), (x + LABEL_CHAR * len(text) + 2, y + 14), color=LABEL_BACK, fill=LABEL_BACK,
+                               parent=self.overlay)
+            dpg.draw_text((x, y), text, color=ARROW, size=13, parent=self.overlay)
+        self.transition_labels = ["; ".join(words) for words in shown.values()]
 
     def draw_live(self):
         """A running transition over its links: a bright line from the state left to the state entered, a dot at
@@ -225,6 +268,7 @@ class MachineView:
                 now = None
         self.canvas.live = now
         self.canvas.show_problems(self.editor.problems)
+        self.canvas.draw_transitions()
         self.canvas.draw_live()
 
     # ------------------------------------------------------------ details

@@ -192,6 +192,9 @@ def live(graph, out):
             shot(out / "machine_live.png")
             shots += 1
     r["seen"] = seen
+    r["labels"] = sorted(canvas.transition_labels)  # each link's condition, as drawn over it
+    x, y, w, h = canvas.rects(screen=True)["walking"]
+    r["walking_in"] = [*canvas.pin_points()[("walking", "in")], x, y, h]
     editor.shutdown()
     print(json.dumps(r))
 

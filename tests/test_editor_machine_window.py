@@ -96,6 +96,12 @@ def test_playing_the_highlighted_state_follows_the_input_and_the_transition_show
     assert progress == sorted(progress) and progress[0] < 0.1 and progress[-1] > 0.9
     assert r["seen"][-1][2] is None  # over: no transition drawn
     assert (tmp_path / "machine_live.png").exists()
+    # Every transition of the file's machine drawn with its condition over its link (two share "turn > 0.5").
+    assert r["labels"] == ["jog_left_left_s < 0.3", "jog_right_left_s < 0.3", "speed < 0.1", "speed < 2",
+                           "speed > 0.3", "speed > 2.5", "turn < -0.5", "turn > 0.5", "turn > 0.5",
+                           "turn_left_s < 0.4"]
+    px, py, x, y, h = r["walking_in"]  # the arrowhead's point: walking's 'in' pin, on its left edge
+    assert x - 12 < px < x and y < py < y + h
 
 
 def test_a_blend_space_opens_shows_its_live_weights_and_an_entry_dragged_is_undone(display, tmp_path):
