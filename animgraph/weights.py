@@ -13,17 +13,18 @@ in an order where every destination's own edges come first, so one pass gives ev
 from __future__ import annotations
 
 import math
-from typing import Annotated, Optional, Tuple
+from typing import Annotated, List, Literal, Optional, Tuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .jit import njit
-from .node import fields
+from .node import Node, fields
 
 MAX_VERTICES = 1024
 EDGE = fields("WeightEdge", src=1, dst=1, input=1, scale=1, offset=1, lo=1, hi=1, has_range=1)
 Bound = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+WEIGHT_KINDS = ("scalar", "int", "bool")  # the signals a weight graph reads
 
 
 class Edge(BaseModel):
@@ -38,13 +39,29 @@ class Edge(BaseModel):
     between: Optional[Tuple[Bound, Bound]] = Field(None, description="weight 1 when the int input lies in [lo, hi]")
 
 
-def check_indices(vertices, sinks, edges, signals):
-    """A ValueError naming what is out of range in a weight graph of ``vertices`` over ``signals`` inputs."""
-    if any(not 0 <= v < vertices for v in sinks):
-        raise ValueError("sinks: vertex out of range")
-    for e in edges:
-        if e.src >= vertices or e.dst >= vertices or e.input >= signals:
-            raise ValueError(f"edge {e.src}->{e.dst}: index out of range")
+class WeightGraphNode(Node):
+    """A planned node that carries a weight graph (a sync group, the events' weights): its fields, checked."""
+
+    signals: List[Literal[WEIGHT_KINDS]] = Field(default_factory=list, max_length=MAX_VERTICES,
+                                                 description="kinds of the signal inputs in0, in1, ...")
+    vertices: int = Field(1, ge=1, le=MAX_VERTICES, description="vertices of the weight graph (its sources first)")
+    sinks: List[Annotated[int, Field(ge=0, le=MAX_VERTICES)]] = Field(default_factory=list, max_length=MAX_VERTICES,
+                                                                      description="the vertices that are pose outputs")
+    edges: List[Edge] = Field(default_factory=list, max_length=4 * MAX_VERTICES,
+                              description="the weight graph's links, sources last (animgraph.sync)")
+
+    @model_validator(mode="after")
+    def _weight_graph_indices(self):
+        if any(not 0 <= v < self.vertices for v in self.sinks):
+            raise ValueError("sinks: vertex out of range")
+        for e in self.edges:
+            if e.src >= self.vertices or e.dst >= self.vertices or e.input >= len(self.signals):
+                raise ValueError(f"edge {e.src}->{e.dst}: index out of range")
+        return self
+
+    def weight_graph(self):
+        """The weight graph's parameters (``pack``)."""
+        return pack(self.vertices, self.sinks, self.edges)
 
 
 def pack(vertices, sinks, edges):

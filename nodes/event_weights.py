@@ -10,17 +10,16 @@ outputs into their ``weight`` inputs: an event carries its source's effective we
 
 from __future__ import annotations
 
-from typing import Annotated, List, Literal
+from typing import List, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from animgraph.jit import njit
-from animgraph.node import Node, Port, fields, register
-from animgraph.weights import MAX_VERTICES, Edge, check_indices, effective_weights, pack
+from animgraph.node import Port, fields, register
+from animgraph.weights import MAX_VERTICES, WeightGraphNode, effective_weights
 
 HEAD = fields("EventWeightsHead", sources=1, vertices=1, edges=1)
-WEIGHT_KINDS = ("scalar", "int", "bool")
 
 
 @njit(cache=True, inline="always")
@@ -32,19 +31,12 @@ def event_weights_node(ins, outs, par, st, pose, sig, db, dt):
 
 
 @register(event_weights_node)
-class EventWeights(Node):
+class EventWeights(WeightGraphNode):
     """The effective weights of samples outside sync groups, for their events (made by the planner)."""
 
     type: Literal["event_weights"] = "event_weights"
     sources: List[str] = Field(min_length=1, max_length=MAX_VERTICES,
                                description="the samples whose weights it gives (vertices 0, 1, ...)")
-    signals: List[Literal[WEIGHT_KINDS]] = Field(default_factory=list, max_length=MAX_VERTICES,
-                                                 description="kinds of the signal inputs in0, in1, ...")
-    vertices: int = Field(1, ge=1, le=MAX_VERTICES, description="vertices of the weight graph (sources first)")
-    sinks: List[Annotated[int, Field(ge=0, le=MAX_VERTICES)]] = Field(default_factory=list, max_length=MAX_VERTICES,
-                                                                      description="the vertices that are pose outputs")
-    edges: List[Edge] = Field(default_factory=list, max_length=4 * MAX_VERTICES,
-                              description="the weight graph's links, sources last (animgraph.weights)")
 
     CATEGORY = "signals"
     PLUMBING = True
@@ -56,7 +48,6 @@ class EventWeights(Node):
     def _indices(self):
         if len(self.sources) > self.vertices:
             raise ValueError("sources: more than the vertices")
-        check_indices(self.vertices, self.sinks, self.edges, len(self.signals))
         return self
 
     def inputs(self):
@@ -67,7 +58,7 @@ class EventWeights(Node):
 
     def params(self, ctx):
         return np.concatenate([HEAD.pack(sources=len(self.sources), vertices=self.vertices, edges=len(self.edges)),
-                               pack(self.vertices, self.sinks, self.edges)])
+                               self.weight_graph()])
 
     def state(self, ctx, time=0.0):
         """The vertices' weights, written every frame."""

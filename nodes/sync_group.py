@@ -26,7 +26,7 @@ frame), so a group's clips depend on the steps taken, as a sample's own clock wi
 
 from __future__ import annotations
 
-from typing import Annotated, List, Literal
+from typing import List, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -34,10 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from animgraph.jit import njit
 from animgraph.errors import GraphError
 from animgraph.limits import RATE_MAX, TIME_MAX
-from animgraph.node import Node, Port, fields, register
+from animgraph.node import Port, fields, register
 from animgraph.phase import MarkerError, markers, nearest_cycle, phase_at, time_at
 from animgraph.tracks import clip_tracks
-from animgraph.weights import MAX_VERTICES, Edge, check_indices, effective_weights, pack
+from animgraph.weights import MAX_VERTICES, WeightGraphNode, effective_weights
 
 MAX_MEMBERS = 64
 HEAD = fields("SyncGroupHead", members=1, vertices=1, edges=1)
@@ -46,7 +46,6 @@ MEMBER = fields("SyncGroupMember", markers_at=1, markers=1, loop=1, length=1, pe
 # State: aligned since the reset, the unwrapped phase (cycles), its last rate (cycles/s), the reset time (s), the
 # leader; then per member its whole-cycle offset, then per vertex its effective weight.
 ST = fields("SyncGroupSt", aligned=1, phase=1, rate=1, time=1, leader=1)
-WEIGHT_KINDS = ("scalar", "int", "bool")
 # Outputs: these, then each member's time (``<sample>_time``), then each one's effective weight
 # (``<sample>_weight``) and whether it leads (``<sample>_leads``), in member order: a member's events read the last two.
 OUTPUTS = (Port("phase", "scalar", "", "the group's phase (cycles, mod 1: 0 left plant, 0.5 right) and its rate"),
@@ -131,18 +130,11 @@ def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
 
 
 @register(sync_group_node)
-class SyncGroup(Node):
+class SyncGroup(WeightGraphNode):
     """The shared clock of samples in step: a gait phase through their plant markers (made by the planner)."""
 
     type: Literal["sync_group"] = "sync_group"
     members: List[Member] = Field(min_length=1, max_length=MAX_MEMBERS, description="the samples in step")
-    signals: List[Literal[WEIGHT_KINDS]] = Field(default_factory=list, max_length=MAX_VERTICES,
-                                                 description="kinds of the signal inputs in0, in1, ...")
-    vertices: int = Field(1, ge=1, le=MAX_VERTICES, description="vertices of the weight graph (members first)")
-    sinks: List[Annotated[int, Field(ge=0, le=MAX_VERTICES)]] = Field(default_factory=list, max_length=MAX_VERTICES,
-                             description="the vertices that are pose outputs (weight 1)")
-    edges: List[Edge] = Field(default_factory=list, max_length=4 * MAX_VERTICES,
-                              description="the weight graph's links, sources last (animgraph.sync)")
 
     CATEGORY = "signals"
     PLUMBING = True  # the planner makes it: a graph's own clock, checked through the graphs that sync
@@ -157,7 +149,6 @@ class SyncGroup(Node):
         for m in self.members:
             if m.rate_input >= n or m.vertex >= self.vertices:
                 raise ValueError(f"member {m.sample!r}: rate_input or vertex out of range")
-        check_indices(self.vertices, self.sinks, self.edges, n)
         if len({m.sample for m in self.members}) != len(self.members):
             raise ValueError("members: a sample joins a group once")
         return self
@@ -175,7 +166,7 @@ class SyncGroup(Node):
 
     def params(self, ctx):
         tables, rows = [], []
-        graph = pack(self.vertices, self.sinks, self.edges)
+        graph = self.weight_graph()
         at = HEAD.SIZE + len(self.members) * MEMBER.SIZE + len(graph)
         for m in self.members:
             r = ctx.clip(self, "members", m.clip, m.variant)
