@@ -6,11 +6,16 @@ Xvfb through ``.ci/install-display``, so a missing display there is a broken set
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+
+_RESULTS = {}  # (driver, display, mode, args) -> the driver's JSON result: each scenario runs once per session
 
 
 def _ci():
@@ -22,6 +27,19 @@ def missing(reason):
     if _ci():
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)
+
+
+def driver_result(driver, display, mode, *args, timeout=900):
+    """The last stdout line, as JSON, of ``python tests/<driver> mode args...`` on ``display`` (run once per session,
+    a failure's stderr in the assertion)."""
+    key = (driver, display, mode, args)
+    if key not in _RESULTS:
+        env = dict(os.environ, DISPLAY=display)
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name(driver)), mode, *map(str, args)],
+                              capture_output=True, text=True, timeout=timeout, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        _RESULTS[key] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _RESULTS[key]
 
 
 def start_xvfb(size="1920x1080x24"):

@@ -7,32 +7,18 @@ everything else goes through the canvas's callbacks and keys.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from display import display  # noqa: F401 (fixture)
+from display import display, driver_result  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 GRAPHS = sorted((ROOT / "graphs").glob("*.json"))
-_RUNS = {}
-
-
 def run(display, mode, *args):
     """The driver's JSON result for ``mode`` (each run once per session)."""
-    key = (display, mode, args)
-    if key not in _RUNS:
-        env = dict(os.environ, DISPLAY=display)
-        done = subprocess.run([sys.executable, str(ROOT / "tests" / "editor_driver.py"), mode, *map(str, args)],
-                              capture_output=True, text=True, timeout=600, env=env)
-        assert done.returncode == 0, done.stderr[-3000:]
-        _RUNS[key] = json.loads(done.stdout.strip().splitlines()[-1])
-    return _RUNS[key]
+    return driver_result("editor_driver.py", display, mode, *args, timeout=600)
 
 
 @pytest.fixture(scope="module")
