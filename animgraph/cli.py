@@ -584,8 +584,8 @@ _COMPILING = {_cmd_demo, _cmd_run, _cmd_verify, _cmd_bench}
 
 COMPILING = f"{PROG}: compiling the kernels for this version (once: about {{}} on 2 cores)..."
 COMPILE_ESTIMATE = "40 s"  # measured: `animgraph demo` on a cold cache, 2 idle cores: first frame 36 s (53 s in all), with the compile helper
-COMPILE_ESTIMATE_ALL = "1 min"  # measured: the executor of every node type (verify, bench, a second graph's run):
-# 52 s on 2 idle cores, 107-109 s of CPU in the main process on 2 heavily shared ones
+COMPILE_ESTIMATE_ALL = "1.5 min"  # measured: the executor of every node type (verify, bench, a second graph's run):
+# 74 and 84 s on 2 idle cores (ANIMGRAPH_EXECUTOR=full, locomotion, empty cache), 125-140 s of CPU
 COMPILE_ESTIMATE_TILES = "40 s"  # measured: `animgraph run --batch 64` on a cold cache: blend 20 s, locomotion 22 s, ik_lookat_footlock 39 s
 
 
