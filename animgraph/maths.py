@@ -73,10 +73,10 @@ def madd(a, b, c):
 @intrinsic
 def _fmuladd(typingctx, a, b, c):
     if isinstance(a, types.Float) and a == b == c:
-        def codegen(context, builder, sig, args):
+        def lower_fmuladd(context, builder, sig, args):
             t = args[0].type
             return builder.call(builder.module.declare_intrinsic("llvm.fmuladd", [t], ir.FunctionType(t, [t, t, t])), args)
-        return a(a, b, c), codegen
+        return a(a, b, c), lower_fmuladd
     return None
 
 
