@@ -29,7 +29,8 @@ JOINT = CHANNELS * LANES  # floats per joint in a tile
 # No kernel is compiled with fastmath flags (``contract`` fused a * b + c): with them, which products
 # LLVM fuses depends on the code around a kernel once inlined (the partial or whole executor, aliasing
 # proved or not), so the same graph rounded differently in a process that compiled it and one that
-# loaded it from the cache (``tests/test_determinism.py``).  Without them every compile rounds alike.
+# loaded it from the cache (``tests/test_determinism.py``).  The hot sums fuse explicitly instead
+# (``maths.madd``: the CPU alone decides), so every compile rounds alike.
 
 
 # ---------------------------------------------------------------- packing

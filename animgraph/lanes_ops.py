@@ -26,7 +26,7 @@ from animgraph.jit import njit
 
 from animgraph.lanes import ANG, fk_tile, JOINT, LANES, POS, ROT, SCL, SVL, VEL, load_lane, store_lane3, store_lane4
 from animgraph.kernels import basis, keys, segment
-from animgraph.maths import poly, qdot, qexp_series, qmul, qscale, slerp_sum, slerp_sum_still, vadd, vcross, \
+from animgraph.maths import madd, poly, qdot, qexp_series, qmul, qscale, slerp_sum, slerp_sum_still, vadd, vcross, \
     vlerp, vscale, vsub
 from animgraph.views import alive, borrowed
 
@@ -131,7 +131,7 @@ def horner(coef, at, lane, y):
     """``sum coef[(at + k) * LANES + lane] y^k`` for k <= SLERP_DEGREE (a constant trip count: LLVM unrolls it)."""
     acc = coef[(at + SLERP_DEGREE) * LANES + lane]
     for k in range(SLERP_DEGREE - 1, -1, -1):
-        acc = acc * y + coef[(at + k) * LANES + lane]
+        acc = madd(acc, y, coef[(at + k) * LANES + lane])
     return acc
 
 

@@ -25,7 +25,7 @@ from animgraph.kernels import row3, row3_64, row4_64, set_row3, set_row4, weight
 from animgraph.lanes import LANES, tile_slot
 from animgraph.lanes_ops import NCOEF, NEAR_TOP, NEAR_Y, blend_tile as blend_lanes, fill_coefficients, near_weights, \
     shortest
-from animgraph.maths import blend_kform, load3, load_kform, poly, slerp_sum, store3, store_kform, vadd, vlerp, vscale, \
+from animgraph.maths import blend_kform, load3, load_kform, madd, poly, slerp_sum, store3, store_kform, vadd, vlerp, vscale, \
     vsub
 from animgraph.args import broadcast_poses, check_scales, weights
 from animgraph.limits import unit_field
@@ -129,11 +129,11 @@ def blend_near_rows(a, b, alpha, alpha_vel, out):
     ap, bp, av, bv, op, ov = flat(a[0]), flat(b[0]), flat(a[3]), flat(b[3]), flat(out[0]), flat(out[3])
     for i in range(op.size):
         pa, pb, va, vb = np.float64(ap[i]), np.float64(bp[i]), np.float64(av[i]), np.float64(bv[i])
-        op[i], ov[i] = pa + w * (pb - pa), (va + w * (vb - va)) + (pb - pa) * dw
+        op[i], ov[i] = madd(w, pb - pa, pa), madd(w, vb - va, va) + (pb - pa) * dw  # maths.vlerp's sums
     asv, bsv, osc, osv = flat(a[5]), flat(b[5]), flat(out[2]), flat(out[5])
     for i in range(osv.size):
         sa, sb = np.float64(asv[i]), np.float64(bsv[i])
-        osc[i], osv[i] = 1.0, sa + w * (sb - sa)
+        osc[i], osv[i] = 1.0, madd(w, sb - sa, sa)
     near_rot_rows(flat(a[1]), flat(a[4]), flat(b[1]), flat(b[4]), near_weights(alpha, out[1]), dw, flat(out[1]),
                   flat(out[4]))
 

@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from animgraph import maths as m
+from animgraph.jit import njit
+from llvmlite import binding as llvm
 
 finite = st.floats(-3.0, 3.0, allow_nan=False, width=64)
 vec3 = st.tuples(finite, finite, finite)
@@ -212,3 +214,35 @@ def test_smooth_max0_is_a_c2_max_and_its_rate_is_exact(x, dx, soft, dsoft):
     for end, slope in ((-soft, 0.0), (soft, 1.0)):  # slope 0 and 1 at the ends, its own slope 0 there
         assert m.smooth_max0(end, 1.0, soft, 0.0)[1] == pytest.approx(slope, abs=1e-12)
         assert abs(m.smooth_max0(end * (1 - 1e-4), 1.0, soft, 0.0)[1] - slope) < 1e-6
+
+
+# ---------------------------------------------------------------- madd: a * b + c fused by the CPU alone
+
+
+@njit
+def _madd_one(a, b, c):
+    return m.madd(a, b, c)
+
+
+@njit
+def _madd_rows(a, b, c, out):
+    for i in range(out.shape[0]):  # a loop LLVM vectorizes: the fused op must not depend on it
+        out[i] = m.madd(a[i], b[i], c[i])
+
+
+@pytest.mark.parametrize("dtype, eps", [(np.float32, 2.0 ** -12), (np.float64, 2.0 ** -27)])
+def test_madd_rounds_float32_once_where_the_cpu_fuses_and_alike_in_every_context(dtype, eps):
+    # (1 + eps)^2 - (1 + 2 eps) = eps^2, a quarter of a unit in the last place or less: a separate product
+    # rounds it away, one fused rounding keeps it.
+    a, c = dtype(1.0 + eps), dtype(-(1.0 + 2.0 * eps))
+    # float32 (the lane tiles) fuses where the CPU can; float64 (the per-character kernels) rounds twice.
+    fused = dtype == np.float32 and "+fma" in llvm.get_host_cpu_features().flatten().split(",")
+    got = _madd_one(a, a, c)
+    assert got == (dtype(eps * eps) if fused else 0.0)
+    rng = np.random.default_rng(7)
+    x, y, z = (rng.normal(size=1001).astype(dtype) for _ in range(3))
+    x[:3], y[:3], z[:3] = a, a, c
+    rows = np.empty_like(x)
+    _madd_rows(x, y, z, rows)
+    assert np.array_equal(rows, np.array([_madd_one(p, q, r) for p, q, r in zip(x, y, z)], dtype))
+    assert m.madd(1.5, 2.0, 0.25) == 3.25  # plain Python: the same sum

@@ -61,8 +61,10 @@ def reference():
 
 def test_the_strip_finds_a_renamed_copy():
     # The check itself: a copy of maths.vcross under other names is found, a different formula is not.
-    src = "def cross3(p, q):\n    'doc'\n    return (p[1] * q[2] - p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0])\n" \
-          "def other(p, q):\n    return (p[1] * q[2] + p[2] * q[1], p[2] * q[0] - p[0] * q[2], p[0] * q[1] - p[1] * q[0])\n"
+    src = "def cross3(p, q):\n    'doc'\n    return (madd(p[1], q[2], -(p[2] * q[1])), madd(p[2], q[0], -(p[0] * q[2])), " \
+          "madd(p[0], q[1], -(p[1] * q[0])))\n" \
+          "def other(p, q):\n    return (madd(p[1], q[2], p[2] * q[1]), madd(p[2], q[0], -(p[0] * q[2])), " \
+          "madd(p[0], q[1], -(p[1] * q[0])))\n"
     tree = ast.parse(src)
     copy_, other = (n for n in tree.body)
     want = stripped_body(reference()["vcross"])
