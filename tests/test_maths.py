@@ -232,8 +232,8 @@ def _madd_rows(a, b, c, out):
 
 @pytest.mark.parametrize("dtype, eps", [(np.float32, 2.0 ** -12), (np.float64, 2.0 ** -27)])
 def test_madd_rounds_float32_once_where_the_cpu_fuses_and_alike_in_every_context(dtype, eps):
-    # (1 + eps)^2 - (1 + 2 eps) = eps^2, a quarter of a unit in the last place or less: a separate product
-    # rounds it away, one fused rounding keeps it.
+    # (1 + eps)^2 - (1 + 2 eps) = eps^2, half a unit in the last place of 1 (float32: a tie, to even) or a quarter
+    # (float64): a separate product rounds it away, one fused rounding keeps it.
     a, c = dtype(1.0 + eps), dtype(-(1.0 + 2.0 * eps))
     # float32 (the lane tiles) fuses where the CPU can; float64 (the per-character kernels) rounds twice.
     fused = dtype == np.float32 and "+fma" in llvm.get_host_cpu_features().flatten().split(",")
