@@ -32,6 +32,7 @@ POP_TITLE = (200, 120, 0)
 CHOSEN_TITLE = (60, 110, 170)
 MARGIN = 30  # pixels between the canvas's edge and what Home and F frame
 MINIMAP_FRACTION, MINIMAP_PAD = 0.2, 12  # imnodes's default minimap size (a fraction of the editor's), plus its padding
+MINIMAP_CLEAR = 4  # pixels Home and F keep between a node and the minimap: a view rounded to whole pixels never touches it
 PASTE_OFFSET = (40.0, 40.0)  # pixels a paste or a duplicate lands from the copied nodes
 SHAPES = {"local": dpg.mvNode_PinShape_CircleFilled, "global": dpg.mvNode_PinShape_QuadFilled,
           "any": dpg.mvNode_PinShape_TriangleFilled}
@@ -52,10 +53,12 @@ def minimap_rect(w, h):
 
 def clear_of_minimap(rects, x0, y0, left, top, w, h):
     """``(left, top)``, where the nodes' corner ``(x0, y0)`` is drawn, moved left or up (the lesser move) so that no
-    node of ``rects`` lies under the minimap, when that keeps the corner ``MARGIN`` inside; else unchanged."""
+    node of ``rects`` within the canvas's width lies under the minimap (or ``MINIMAP_CLEAR`` from it), when that keeps
+    the corner ``MARGIN`` inside; else unchanged. Nodes past the right edge are out of sight anyway."""
     mx, my, _, _ = minimap_rect(w, h)
+    mx, my = mx - MINIMAP_CLEAR, my - MINIMAP_CLEAR
     under = [(x - x0 + left, y - y0 + top, rw, rh) for x, y, rw, rh in rects.values()]
-    under = [(x, y, rw, rh) for x, y, rw, rh in under if x + rw > mx and y + rh > my]
+    under = [(x, y, rw, rh) for x, y, rw, rh in under if x + rw > mx and y + rh > my and x < w]
     if not under:
         return left, top
     dx = max(x + rw for x, _, rw, _ in under) - mx

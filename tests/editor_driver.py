@@ -667,7 +667,9 @@ def canvas_habits(graph, out):
                              for x, y, bw, bh in boxes.values()), len(boxes)]
     mini = minimap_rect(mw, mh)
     mini = (mx0 + mini[0], my0 + mini[1], mini[2], mini[3])
-    r["max_under_minimap"] = sorted(k for k, b in boxes.items() if gap(b, mini) == 0)
+    # Nodes wholly past the canvas's right edge are out of sight, not under the minimap.
+    r["max_under_minimap"] = sorted([k, b] for k, b in boxes.items() if gap(b, mini) == 0 and b[0] < mx0 + mw)
+    r["max_minimap"] = mini
     shot(out / "canvas_maximized.png")
     editor.shortcut(dpg.mvKey_Spacebar, ctrl=True)
     frames(editor, 3)

@@ -131,19 +131,26 @@ def test_ctrl_space_maximizes_the_canvas_and_home_keeps_nodes_clear_of_the_minim
     assert back == before, f"Ctrl+Space again left the canvas {back} px tall, not {before}"
     shown, count = habits["max_in_sight"]
     assert shown > 0 and count > 0
-    assert habits["max_under_minimap"] == [], f"Home put {habits['max_under_minimap']} under the minimap"
+    assert habits["max_under_minimap"] == [], f"Home put {habits['max_under_minimap']} (x, y, w, h as drawn) under " \
+        f"the minimap at {habits['max_minimap']}"
 
 
 def test_clear_of_minimap_moves_the_lesser_way_and_only_within_the_margin():
-    from animgraph.editor.canvas import MARGIN, clear_of_minimap, minimap_rect
+    from animgraph.editor.canvas import MARGIN, MINIMAP_CLEAR, clear_of_minimap, minimap_rect
 
     w, h = 1000.0, 500.0
     mx, my, mw, mh = minimap_rect(w, h)
     assert (mx + mw, my + mh) == (w, h) and mw > 0.2 * w and mh > 0.2 * h
-    # A node 10 px into the minimap from above and 150 px from the left: moved up 10 (the lesser way).
+    # A node 10 px into the minimap from above and 150 px from the left: moved up 10 and the clearance (the lesser way).
     rects = {"a": (0.0, 0.0, 100.0, 50.0), "b": (mx - 200.0 + 50.0, my - 100.0 + 10.0 - 40.0, 100.0, 40.0)}
     left, top = 200.0, 100.0
-    assert clear_of_minimap(rects, 0.0, 0.0, left, top, w, h) == (left, top - 10.0)
+    assert clear_of_minimap(rects, 0.0, 0.0, left, top, w, h) == (left, top - 10.0 - MINIMAP_CLEAR)
+    # A node ending on the minimap's edge is moved clear too: a view rounded by a pixel would put it under.
+    edge = {"a": (0.0, 0.0, 100.0, 50.0), "b": (mx - 200.0 + 50.0, my - 100.0 - 40.0, 100.0, 40.0)}
+    assert clear_of_minimap(edge, 0.0, 0.0, left, top, w, h) == (left, top - MINIMAP_CLEAR)
+    # A node wholly past the canvas's right edge is out of sight: it moves nothing.
+    past = {"a": (0.0, 0.0, 100.0, 50.0), "b": (w - 200.0 + 10.0, h - 100.0 - 20.0, 100.0, 40.0)}
+    assert clear_of_minimap(past, 0.0, 0.0, left, top, w, h) == (left, top)
     # Nothing under it: unchanged.
     assert clear_of_minimap({"a": (0.0, 0.0, 10.0, 10.0)}, 0.0, 0.0, left, top, w, h) == (left, top)
     # Drawn from the margin, only a move past it would clear the minimap: unchanged.
