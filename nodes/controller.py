@@ -53,6 +53,9 @@ from animgraph.pose import Pose
 from animgraph.stencil import FRAME, play
 
 DEADZONE = 1e-3  # stick length under which "stick" facing holds the last desired facing
+# A desired facing this close (rad) to the held one is the same goal: it keeps the held goal's turn (its multiple of
+# 2 pi), so a held stick never flips the way round when the yaw swings past the goal's far side, however the time is cut.
+SAME_GOAL = 1e-9
 SPEED_MAX = 1e3  # m/s
 ZERO = (0.0, 0.0, 0.0)
 
@@ -110,7 +113,8 @@ def world_stick(stick, stick_vel, yaw, yaw_rate):
 
 @njit(cache=True)
 def desired_facing(stick, stick_vel, held, yaw, yaw_rate, camera, near):
-    """The desired yaw (rad, within pi of ``near``) and its rate: the camera's, the stick's, or ``held``."""
+    """The desired yaw (rad) and its rate: the camera's, the stick's, or ``held``; a new goal within pi of ``near``,
+    the held goal (the same direction) as it was."""
     rate = 0.0
     goal = held
     if camera:
@@ -118,6 +122,8 @@ def desired_facing(stick, stick_vel, held, yaw, yaw_rate, camera, near):
     elif vlen(stick) > DEADZONE:
         goal = math.atan2(stick[0], stick[2])
         rate = (stick[2] * stick_vel[0] - stick[0] * stick_vel[2]) / (stick[0] ** 2 + stick[2] ** 2)
+    if abs(wrap(goal - held)) <= SAME_GOAL:
+        return held, rate
     return near + wrap(goal - near), rate
 
 
@@ -159,7 +165,7 @@ def move(pos, vel, acc, goal, halflife, t):
 
 @njit(cache=True)
 def turn(yaw, spin, goal, halflife, t):
-    """Yaw (rad), yaw rate ``t`` s on, springing towards ``goal`` (within pi); and the weight the offset keeps."""
+    """Yaw (rad), yaw rate ``t`` s on, springing towards ``goal`` (rad, unwrapped); and the weight the offset keeps."""
     w = spring_weights(halflife, t)
     off = yaw - goal
     return goal + w[0] * off + w[1] * spin, w[2] * off + w[3] * spin, w[0]
@@ -219,7 +225,6 @@ def controller_node(ins, outs, par, st, pose, sig, db, dt):
     if st[ST.has_last] > 0.5:
         pos, vel, acc = move(pos, vel, acc, vel_goal, par[PAR.velocity_halflife], st[ST.last_dt])
         yaw, spin, _ = turn(yaw, spin, yaw_goal, par[PAR.rotation_halflife], st[ST.last_dt])
-        yaw_goal = yaw + wrap(yaw_goal - yaw)
     write3(st, ST.pos, pos)
     write3(st, ST.vel, vel)
     write3(st, ST.acc, acc)
