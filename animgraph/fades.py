@@ -1,8 +1,9 @@
 """Cross-fades of whole poses: dead blending (from the extrapolated old pose) and a plain crossfade.
 
 Dead blending:
-On a transition at time T the node keeps what it showed, carried one frame on at its own
-velocities (so it is the pose at T and nothing pops), and extrapolates it with velocities
+On a transition at time T the node keeps what it showed, coasted one frame on as the fade
+will coast it (so it is the pose at T and nothing pops; however long that frame, the snapshot
+moves at most ``v0 / λ`` and turns at most ``MAX_TURN``), and extrapolates it with velocities
 decaying at ``λ = ln2 / halflife`` (exact, ``animgraph.decay``): ``p(t) = p0 + v0 (1 -
 e^-λt)/λ``, ``v(t) = v0 e^-λt``, log-scales likewise.  The output fades from that pose to
 the input with the smoothstep weight ``α = 3s² - 2s³``, ``s = t / duration``, ``α' = 6 s
@@ -42,6 +43,7 @@ from animgraph.jit import njit
 from .decay import coast, kform_extrapolate
 from .maths import (
     blend_kform,
+    from_scaled_angle_axis,
     load_kform,
     qinv,
     qmul,
@@ -114,10 +116,19 @@ def dead_blend_kernel(old, inp, rate, duration, t, out):
 
 
 @njit(cache=True)
-def carry_pose(src, ahead, out):
-    """Pose ``src`` carried ``ahead`` s on at its own constant velocities, into ``out``."""
+def coast_kform(k, rate, t):
+    """Kineform ``k`` coasted ``t`` s on as a dead blend extrapolates it: velocities decaying at ``rate`` (1/s), the
+    turn as ``coasting_turn`` (capped at MAX_TURN)."""
+    pos, _, scl, vel, _, svl = kform_extrapolate(k, rate, t)
+    turn, ang = coasting_turn(k[4], rate, t)
+    return (pos, qmul(from_scaled_angle_axis(turn), k[1]), scl, vel, ang, svl)
+
+
+@njit(cache=True)
+def carry_pose(src, rate, ahead, out):
+    """Pose ``src`` coasted ``ahead`` s on (``coast_kform``), into ``out``: the pose shown a step ago, brought to now."""
     for j in range(out[0].shape[0]):
-        store_kform(out, j, kform_extrapolate(load_kform(src, j), 0.0, ahead))
+        store_kform(out, j, coast_kform(load_kform(src, j), rate, ahead))
 
 
 @njit(cache=True)

@@ -1,7 +1,7 @@
 """Dead blending: cross-fade from the extrapolated old pose to the live input.
 
-On a transition the node keeps what it showed, carried one frame on at its own velocities
-(so nothing pops), extrapolates it with velocities decaying at ``ln2 / halflife`` and fades
+On a transition the node keeps what it showed, coasted one frame on as the fade will coast it
+(so nothing pops, and a long frame cannot fling it), extrapolates it with velocities decaying at ``ln2 / halflife`` and fades
 from it to the input with a smoothstep weight whose rate enters every velocity; after
 ``duration`` the output is the input.  A zero duration is a cut; a zero half-life holds the
 old pose still.  The maths, and why rotations fade along two fixed arcs, is in
@@ -65,7 +65,7 @@ def dead_blend_node(ins, outs, par, st, pose, sig, db, dt):
                     transition and st[ST.shown] > 0.5, transition, rate, duration,
                     0.0 if transition else st[ST.elapsed] + dt)
     if transition and st[ST.shown] > 0.5 and duration > 0.0:
-        carry_pose(prev, dt, old)
+        carry_pose(prev, rate, dt, old)
         st[ST.elapsed] = 0.0
         st[ST.active] = 1.0
     elif transition:

@@ -273,9 +273,10 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
         dst = slot(pose, ins[source]) if source >= 0 else inp
         dead = blend == DEAD_BLEND and st[ST.fade_length] > 0.0
         if busy:
-            start_from(prev, dt, dst, record, dead, off, old)
+            start_from(prev, dt, dst, record, dead, off, old, st[ST.fade_rate])
         else:
-            start_from(slot(pose, ins[int(st[ST.was])]), 0.0, dst, record, dead, off, old)
+            start_from(slot(pose, ins[int(st[ST.was])]), 0.0, dst, record, dead, off, old,
+                       st[ST.fade_rate])
         if record:
             st[ST.elapsed], st[ST.active], st[ST.length] = 0.0, 1.0, length
         else:
@@ -300,13 +301,13 @@ def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
 
 
 @njit(cache=True)
-def start_from(shown, ahead, dst, record, dead, off, old):
-    """A transition starts from pose ``shown`` carried ``ahead`` s on: the offsets to ``dst`` and the dead blend's
-    snapshot, as needed."""
+def start_from(shown, ahead, dst, record, dead, off, old, rate):
+    """A transition starts from pose ``shown`` carried ``ahead`` s on: the offsets to ``dst`` (at its velocities) and
+    the dead blend's snapshot (coasted, decaying at ``rate`` 1/s), as needed."""
     if record:
         record_offsets(shown, dst, ahead, off)
     if dead:
-        carry_pose(shown, ahead, old)
+        carry_pose(shown, rate, ahead, old)
 
 
 @njit(cache=True)

@@ -41,6 +41,18 @@ from test_node_inertialize import (
 LN2 = math.log(2)
 
 
+def coasted(p, h, halflife):
+    """Pose ``p`` moved ``h`` s on as a dead blend coasts its snapshot (numpy, independent of the kernels): velocities
+    decaying at ln2 / halflife, each joint's turn decaying at least at |ang| / MAX_TURN."""
+    lam = LN2 / halflife
+    dist, fade = -np.expm1(-lam * h) / lam, np.exp(-lam * h)
+    ang = np.asarray(p.ang, float)
+    kappa = np.maximum(lam, np.linalg.norm(ang, axis=-1, keepdims=True) / MAX_TURN)
+    turn, turn_fade = -np.expm1(-kappa * h) / kappa, np.exp(-kappa * h)
+    return ag.Pose(p.pos + dist * p.vel, qmul(from_rotvec(turn * ang), p.rot), p.scl * np.exp(dist * np.asarray(p.svl)),
+                   fade * p.vel, turn_fade * ang, fade * np.asarray(p.svl))
+
+
 def angle_between(a, b):
     """Angle (rad) of the rotation taking quaternions ``b`` to ``a``, float64, per joint."""
     return np.linalg.norm(rotvec(qmul(np.asarray(a, float), qconj(b))), axis=-1)
@@ -140,7 +152,7 @@ def test_node_matches_the_op():
     node = Runner(DeadBlend(id="db", duration=0.3, halflife=0.1), skel)
     node.step(src, DT)
     op = DeadBlender(duration=0.3, halflife=0.1)
-    op.transition(carried(src, DT))
+    op.transition(coasted(src, DT, 0.1))
     assert_pose_close(node.step(dst, DT, True), op.update(dst, 0.0), 2e-6)
     for _ in range(25):
         assert_pose_close(node.step(dst, DT), op.update(dst, DT), 2e-6)
@@ -266,13 +278,30 @@ def test_retransition_mid_blend_starts_from_what_is_shown():
     for _ in range(5):
         shown = node.step(b, DT)
     out = node.step(c, DT, True)
-    np.testing.assert_allclose(out.pos, shown.pos + DT * shown.vel, atol=1e-6)
-    np.testing.assert_allclose(out.vel, shown.vel, atol=1e-6)
+    decay = math.exp(-LN2 / 0.2 * DT)
+    np.testing.assert_allclose(out.pos, shown.pos + (1.0 - decay) / (LN2 / 0.2) * shown.vel, atol=1e-6)
+    np.testing.assert_allclose(out.vel, decay * shown.vel, atol=1e-6)
     op = DeadBlender(duration=0.5, halflife=0.2)
-    op.transition(carried(shown, DT))
+    op.transition(coasted(shown, DT, 0.2))
     assert_pose_close(op.update(c, 0.0), out, 1e-6)
     for _ in range(10):
         assert_pose_close(op.update(c, DT), node.step(c, DT), 2e-6)
+
+
+def test_a_transition_after_a_long_step_coasts_a_bounded_way():
+    """The frame of a transition 1000 s after the last one: what showed coasts |v| / rate and turns at most MAX_TURN
+    (carried at constant velocities it would fly 3 km and spin 6000 turns in one frame)."""
+    node = Runner(DeadBlend(id="db", duration=0.3, halflife=0.2), skeleton(1))
+    shown = node.step(single(pos=(1, 0, 0), rot=from_rotvec([0.3, 0, 0]), vel=(3, 0, 0), ang=(0, 40, 0),
+                             svl=(0.5, 0, 0)), DT)
+    out = node.step(single(pos=(0, 2, 0)), 1000.0, True)
+    rate = LN2 / 0.2
+    np.testing.assert_allclose(out.pos, shown.pos + shown.vel / rate, atol=1e-6)
+    np.testing.assert_allclose(out.scl, shown.scl * np.exp(np.asarray(shown.svl) / rate), rtol=1e-6)
+    assert angle_between(out.rot, shown.rot).max() == pytest.approx(MAX_TURN, abs=1e-5)
+    for v in (out.vel, out.ang, out.svl):
+        np.testing.assert_allclose(v, 0.0, atol=1e-9)
+    assert_pose_close(out, coasted(shown, 1000.0, 0.2), 1e-6)
 
 
 def test_batches_match_single_items():
@@ -320,8 +349,8 @@ def test_transition_does_not_pop_and_converges(bundled_clip):
     outs, ins, _ = switch_run(node, clip, other, 40, switch)
     before, at = outs[switch - 1], outs[switch]
     assert np.abs(ins[switch].rot - ins[switch - 1].rot).max() > 0.05
-    # No pop: the output moves on from the previous output at its velocity, velocity unchanged.
-    assert_pose_close(at, carried(before, DT), 2e-5)
+    # No pop: the output moves on from the previous output as the fade coasts it.
+    assert_pose_close(at, coasted(before, DT, 0.2), 2e-5)
     # After the duration the output is the input, bit for bit.
     assert_pose_close(outs[switch + 18], ins[switch + 18], 0)
     assert_pose_close(outs[-1], ins[-1], 0)

@@ -19,6 +19,7 @@ from animgraph.errors import GraphError
 from animgraph.nodes.state_machine import BLENDS, StateMachine, StateMachinePlayer
 from animgraph.pops import PopFinder
 from fdcheck import world_velocity_errors
+from test_node_dead_blend import coasted
 
 WALK = {"walk": "animgraph:walk", "jog": "animgraph:jog", "run": "animgraph:run"}
 
@@ -564,25 +565,10 @@ def test_a_crossfade_shows_the_blend_of_both_states_and_runs_both_until_it_ends(
     assert ticks[1:go + 23] == pytest.approx([dt] * (go + 22)) and ticks[go + 26:] == [0.0] * (50 - go - 26), ticks
 
 
-def carried(pose, dt):
-    """``pose`` carried ``dt`` s on at its own constant velocities (positions, rotations by exp(ang dt), log scales)."""
-    out = ag.Pose(*(np.array(a, dtype=np.float64) for a in pose.as_tuple()))
-    out.pos += pose.vel * dt
-    turn = np.asarray(pose.ang, np.float64) * dt
-    angle = np.linalg.norm(turn, axis=-1, keepdims=True)
-    axis = np.divide(turn, angle, out=np.zeros_like(turn), where=angle > 0)
-    q = np.concatenate([np.cos(angle / 2), np.sin(angle / 2) * axis], axis=-1)
-    w1, v1, w2, v2 = q[..., :1], q[..., 1:], out.rot[..., :1], out.rot[..., 1:]
-    out.rot = np.concatenate([w1 * w2 - np.sum(v1 * v2, -1, keepdims=True),
-                              w1 * v2 + w2 * v1 + np.cross(v1, v2)], axis=-1)
-    out.scl *= np.exp(pose.svl * dt)
-    return out
-
-
 def test_a_dead_blend_coasts_what_showed_into_the_new_state_and_runs_only_it():
     """walk -> run dead-blended from frame 10, back to walk at frame 20 (mid-blend): the machine's pose equals a
     ``DeadBlender`` started from what showed and fed the new state's pose; what showed is walk's pose that frame at the
-    change from rest (its sample runs that frame, then stops), and the machine's output the frame before carried a
+    change from rest (its sample runs that frame, then stops), and the machine's output the frame before coasted a
     frame on at the interruption."""
     inst, dt, go, back = switching("dead_blend"), 1 / 60, 10, 20
     dead = ag.ops.DeadBlender(duration=0.4, halflife=0.2)
@@ -594,7 +580,7 @@ def test_a_dead_blend_coasts_what_showed_into_the_new_state_and_runs_only_it():
         if f == go:
             dead.transition(inst.port("s_walk", "pose"))
         if f == back:
-            dead.transition(carried(shown, dt))
+            dead.transition(coasted(shown, dt, 0.2))
         if f >= go:
             want = dead.update(inst.port("s_run" if f < back else "s_walk", "pose"), 0.0 if f in (go, back) else dt)
             for a, b in zip(inst.port("sm", "pose").as_tuple(), want.as_tuple()):
