@@ -32,7 +32,7 @@ import numpy as np
 
 from . import events
 from .errors import GraphError
-from .limits import DT_MAX, SIGNAL_MAX, TIME_MAX
+from .limits import DT_MAX, DT_MIN, SIGNAL_MAX, TIME_MAX
 from .executor import OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_END
 from .node import SIGNAL_SIZE, OpSlices
 from .pose import Pose
@@ -160,7 +160,8 @@ class Instance:
     # ------------------------------------------------------------ per frame
 
     def step(self, dt, inputs=None):
-        """Advance every character by ``dt`` seconds (0..1000); returns the outputs (views, see module doc).
+        """Advance every character by ``dt`` seconds (0..1000; below ``DT_MIN`` a pause); returns the outputs (views,
+        see module doc).
 
         A step that fails (bad ``dt`` or any bad input) changes nothing.
         """
@@ -177,7 +178,7 @@ class Instance:
             self.chars[self.batch:, :self._n_sig] = self.chars[self.batch - 1, :self._n_sig]
         if self._events:
             self._step_column.fill(self._steps)
-        call = self._call(*self._args, float(dt))
+        call = self._call(*self._args, float(dt) if dt >= DT_MIN else 0.0)
         if call is not None:  # the first call compiled or loaded the executor: keep its entry point
             self._call = call
         self._steps += 1

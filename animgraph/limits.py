@@ -12,7 +12,7 @@ the JSON Schema (``animgraph schema``) states its bounds.
 - axes: components ``|c| <= AXIS_MAX`` (normalized by the node);
 - signal values and rates (graph inputs, constants, their min/max): ``|v| <= SIGNAL_MAX``;
 - joint indices and frame numbers: ``0 <= i <= INDEX_MAX``;
-- a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame);
+- a step: ``0 <= dt <= DT_MAX`` s (0 is allowed: a paused frame); below ``DT_MIN`` it acts as 0;
 - characters per plan: ``1 <= batch <= MAX_BATCH``.
 
 ``signal_value``/``normalize_value`` check a signal field's value (input defaults, constants)
@@ -35,6 +35,8 @@ AXIS_MAX = 1e6
 SIGNAL_MAX = 1e9
 INDEX_MAX = 1_000_000
 DT_MAX = 1e3
+# A step shorter than this (s) is a pause: a rate derived across it is a jump's, and float32 lanes would see 0.
+DT_MIN = 1e-9
 MAX_BATCH = 1 << 20  # characters per plan
 
 

@@ -222,6 +222,23 @@ def test_unknown_input_and_bad_dt(signals):
         inst.step(float("nan"))
 
 
+@pytest.mark.parametrize("batch", [1, 19])
+def test_a_step_shorter_than_dt_min_is_a_pause(signals, batch):
+    """Below DT_MIN a step acts as 0: a jump's rate over 5e-324 s would overflow, and float32 lanes would see 0."""
+    from animgraph.limits import DT_MIN
+
+    outs = []
+    for dt in (0.0, 5e-324, 0.5 * DT_MIN):
+        inst = ag.compile(signals, batch=batch).instance()
+        inst.step(DT, {"w": 0.5, "v": [1.0, 2.0, 3.0]})
+        out = inst.step(dt, {"w": -7.0, "v": [4.0, -5.0, 6.0]})
+        outs.append([np.array(out[k]) for k in ("wo", "vo")])
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            np.testing.assert_array_equal(a, b)
+    assert np.all(outs[0][0][..., 1] == 0.0), "a pause keeps the last rate (0 after one step from rest)"
+
+
 # ---------------------------------------------------------------- edits
 
 
