@@ -32,7 +32,7 @@ POP_TITLE = (200, 120, 0)
 CHOSEN_TITLE = (60, 110, 170)
 MARGIN = 30  # pixels between the canvas's edge and what Home and F frame
 MINIMAP_FRACTION, MINIMAP_PAD = 0.2, 12  # imnodes's default minimap size (a fraction of the editor's), plus its padding
-MINIMAP_CLEAR = 4  # pixels Home and F keep between a node and the minimap: a view rounded to whole pixels never touches it
+MINIMAP_CLEAR = 4  # pixels Home and F keep from the minimap: a view rounded to whole pixels never touches it
 PASTE_OFFSET = (40.0, 40.0)  # pixels a paste or a duplicate lands from the copied nodes
 SHAPES = {"local": dpg.mvNode_PinShape_CircleFilled, "global": dpg.mvNode_PinShape_QuadFilled,
           "any": dpg.mvNode_PinShape_TriangleFilled}

@@ -53,8 +53,9 @@ from animgraph.pose import Pose
 from animgraph.stencil import FRAME, play
 
 DEADZONE = 1e-3  # stick length under which "stick" facing holds the last desired facing
-# A desired facing this close (rad) to the held one is the same goal: it keeps the held goal's turn (its multiple of
-# 2 pi), so a held stick never flips the way round when the yaw swings past the goal's far side, however the time is cut.
+# A desired facing this close (rad) to the held one is the same goal: it keeps the held goal's turn (its multiple
+# of 2 pi), so a held stick never flips the way round when the yaw swings past the goal's far side, however the
+# time is cut.
 SAME_GOAL = 1e-9
 SPEED_MAX = 1e3  # m/s
 ZERO = (0.0, 0.0, 0.0)

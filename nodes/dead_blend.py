@@ -1,9 +1,9 @@
 """Dead blending: cross-fade from the extrapolated old pose to the live input.
 
 On a transition the node keeps what it showed, coasted one frame on as the fade will coast it
-(so nothing pops, and a long frame cannot fling it), extrapolates it with velocities decaying at ``ln2 / halflife`` and fades
-from it to the input with a smoothstep weight whose rate enters every velocity; after
-``duration`` the output is the input.  A zero duration is a cut; a zero half-life holds the
+(so nothing pops, and a long frame cannot fling it), extrapolates it with velocities decaying
+at ``ln2 / halflife`` and fades from it to the input with a smoothstep weight whose rate enters
+every velocity; after ``duration`` the output is the input.  A zero duration is a cut; a zero half-life holds the
 old pose still.  The maths, and why rotations fade along two fixed arcs, is in
 ``animgraph.fades``.
 
