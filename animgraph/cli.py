@@ -221,15 +221,15 @@ def _whole(minimum, maximum=None):
 
 
 def _seconds(text):
-    """An argparse type: a step in seconds, finite, in (0, DT_MAX] (the limit ``Instance.step`` takes)."""
-    from .limits import DT_MAX
+    """An argparse type: a step in seconds, finite, in [DT_MIN, DT_MAX] (``Instance.step`` pauses below DT_MIN)."""
+    from .limits import DT_MAX, DT_MIN
 
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0.0 < value <= DT_MAX):
-        raise argparse.ArgumentTypeError(f"must be seconds in (0, {DT_MAX:g}], got {text}")
+    if not (math.isfinite(value) and DT_MIN <= value <= DT_MAX):
+        raise argparse.ArgumentTypeError(f"must be seconds in [{DT_MIN:g}, {DT_MAX:g}], got {text}")
     return value
 
 
@@ -299,13 +299,13 @@ def _cmd_schema(args):
 
 def _args_run(p):
     p.add_argument("graph", help="a graph file (JSON)")
-    from .limits import DT_MAX, INDEX_MAX, MAX_BATCH, SIGNAL_MAX
+    from .limits import DT_MAX, DT_MIN, INDEX_MAX, MAX_BATCH, SIGNAL_MAX
 
     p.add_argument("--frames", type=_whole(1), required=True, help=f"frames to evaluate (1 to {INDEX_MAX})")
     p.add_argument("--batch", type=_whole(1, MAX_BATCH), default=1,
                    help=f"characters evaluated together (1 to {MAX_BATCH}, default 1)")
     p.add_argument("--dt", type=_seconds, default=1.0 / 60.0,
-                   help=f"frame time in seconds, (0, {DT_MAX:g}] (default 1/60)")
+                   help=f"frame time in seconds, [{DT_MIN:g}, {DT_MAX:g}] (default 1/60)")
     p.add_argument(
         "--input", action="append", default=[], metavar="NAME=VALUE",
         help=f"set an input node for every character: a number, true/false or x,y,z, each within "

@@ -29,7 +29,7 @@ from .check import GraphWarning
 from .errors import AnimgraphError, GraphError
 from . import fileio
 from .fileio import atomic_write, check_space, check_writable, format_size
-from .limits import SIGNAL_MAX
+from .limits import DT_MAX, DT_MIN, SIGNAL_MAX
 from .node import SIGNAL_SIZE
 from .pose import FIELDS, Clip, Pose
 
@@ -215,8 +215,8 @@ def run_graph_file(path, frames, batch=1, dt=1.0 / 60.0, inputs=(), out=None, pr
         raise AnimgraphError(f"--frames must be a whole number >= 1, got {frames!r}")
     if not (isinstance(batch, int) and batch >= 1):
         raise AnimgraphError(f"--batch must be a whole number >= 1, got {batch!r}")
-    if not (isinstance(dt, float) and math.isfinite(dt) and dt > 0.0):
-        raise AnimgraphError(f"--dt must be a finite number of seconds > 0, got {dt!r}")
+    if not (isinstance(dt, float) and math.isfinite(dt) and DT_MIN <= dt <= DT_MAX):
+        raise AnimgraphError(f"--dt must be seconds in [{DT_MIN:g}, {DT_MAX:g}], got {dt!r}")
     out = check_out(out)
     if events_out is not None:
         events_out = Path(events_out)

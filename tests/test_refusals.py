@@ -246,7 +246,7 @@ def test_range_errors_name_node_field_and_value(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,words", [
-    (["--dt", "1.7e308"], ["--dt", "1.7e308", "(0, 1000]"]),
+    (["--dt", "1.7e308"], ["--dt", "1.7e308", "[1e-09, 1000]"]),
     (["--dt", "nan"], ["--dt"]),
     (["--dt", "0"], ["--dt"]),
     (["--frames", "0"], ["--frames", "[1, 1000000]"]),
