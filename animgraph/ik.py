@@ -28,7 +28,11 @@ Degenerate cases are defined: a target at the root keeps the knee turn and skips
 swing; zero-length bones leave the pose as is.
 
 The solve is generic over the float type and has no branches (every case computed, the
-valid one kept): the lane tiles (``lanes_ik``, float32) inline the same functions.
+valid one kept): the lane tiles (``lanes_ik``, float32) call the same functions.  They are
+``forceinline`` (LLVM always inlines them, so the lane loop still packs), not inlined by numba:
+numba prepares an inlined body again at every call site, at a cost that grows with its size
+(numba issue 8989), and ``lanes_ik.two_bone_ik_tile`` took 93 s to compile cold that way
+against 21 s now.
 """
 
 import numpy as np
@@ -38,7 +42,6 @@ from .kernels import joint_global, joint_global_below, set_rotation_under
 from .maths import (
     const,
     exp_neg,
-    into_lanes,
     inv_len,
     norm_dx,
     qabs,
@@ -72,7 +75,7 @@ BEND_TURN = 1.0  # how far the half-way direction of the root swing leans to the
 # ---------------------------------------------------------------- the solver
 
 
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", forceinline=True)
 def soft_floor(x, dx, lo, dlo, s, ds):
     """``x`` (rate ``dx``) kept above ``lo`` softly (C2) over a band ``s`` (rates ``dlo``, ``ds``): exact from ``lo + s`` up.
 
@@ -86,7 +89,7 @@ def soft_floor(x, dx, lo, dlo, s, ds):
     return (x if keep else lo + s * f), (dx if keep else dlo + ds * f - s * (const(1.0, x) + u) * f * du)
 
 
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", forceinline=True)
 def clamp_reach(x, dx, lo, dlo, full, dfull):
     """Reach ``x`` (rate ``dx``) kept within ``[lo, REACH_MAX full]``, softly (C2): from ``(1 + FOLD_SOFT) lo`` down, from ``REACH_SOFT full`` up.
 
@@ -109,7 +112,7 @@ def clamp_reach(x, dx, lo, dlo, full, dfull):
     return (x if keep else soft), (dx if keep else dsoft)
 
 
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", forceinline=True)
 def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     """Unit direction (normal to the upper bone) the end bends towards, with its rate.
 
@@ -143,7 +146,7 @@ def bend_direction(ab, vab, bc, vbc, hinge, dhinge):
     return sel3(small, z, mu), sel3(small, z, dmu)
 
 
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", forceinline=True)
 def root_swing(e, de, t, dt, h, dh):
     """Root rotation taking direction ``e`` onto ``t`` (model space), with its angular velocity (rad/s).
 
@@ -170,7 +173,7 @@ def root_swing(e, de, t, dt, h, dh):
     return qabs(qmul(q2, q1)), vadd(w2, qrot(q2, w1))
 
 
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", forceinline=True)
 def knee_turn(a, b, c, tp, tv, hinge):
     """Global rotation delta of the knee (and its angular velocity, rad/s) that gives the end the target's reach.
 
@@ -217,7 +220,7 @@ def knee_turn(a, b, c, tp, tv, hinge):
     return sel4(turn, q, identity), sel3(turn, w, z)
 
 
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", forceinline=True)
 def hip_swing(a, b, c, tp, tv, hinge, q_knee, w_knee):
     """Global rotation delta of the root (and its angular velocity, rad/s) taking the end, after the knee's
     ``q_knee``/``w_knee``, onto the target line (``root_swing``); arguments as ``knee_turn``'s.

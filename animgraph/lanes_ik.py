@@ -1,7 +1,7 @@
 """Two-bone IK over one lane tile: ``ik.apply_two_bone`` at full weight in float32, exact velocities.
 
 The solve is ``ik.knee_turn`` and ``ik.hip_swing``, generic over the float type and written
-with selects instead of branches, inlined into the lane loop (``maths.into_lanes``) so it
+with selects instead of branches, inlined into the lane loop by LLVM (``forceinline``) so it
 packs; the soft reach clamp's ``exp(-v)`` is then ``maths.exp_neg``'s float32 series, as
 libm's exp would keep the loop scalar.
 

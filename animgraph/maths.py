@@ -5,13 +5,17 @@ registers: a vec3 is ``(x, y, z)``, a quaternion is ``(w, x, y, z)`` (unit,
 w-first), and a kineform is the 6-tuple ``(pos, rot, scl, vel, ang, svl)`` of one
 joint.  Arrays stay float32 in memory; ``load_*``/``store_*`` convert at the edge
 so the per-character arithmetic runs in float64.  The functions the lane tiles use
-(``animgraph.lanes``: float32, 16 characters per loop) are generic over the float
-type: their constants go through ``const`` (a Python float literal would promote
-float32 maths to float64 and keep the lane loop from packing), they have no
-branches, and numba inlines them into the lane loops only (``inline=into_lanes``):
-left to LLVM's inliner, the joint loop of ``nodes.blend.near_rot_rows`` measured
-unpacked (no packed float64 op against 253), and inlined everywhere they doubled
-the cold compile of ``graphs/locomotion.json`` (219 s of CPU against 119 s).
+(``animgraph.lanes``: float32, 16 characters per loop) are generic over the float type: their
+constants go through ``const`` (a Python float literal would promote float32 maths to float64
+and keep the lane loop from packing) and they have no branches.  numba inlines them into the
+lane tiles' modules (``inline=into_lanes``, ``INLINE_INTO``): inlined by LLVM instead, the
+loops of ``lanes_ops.blend_tile`` measured unpacked ("unsafe indirect dependence").  Everywhere
+else they are calls that LLVM always inlines (``forceinline=True``): each is compiled once per
+float type and shared, where numba's own inlining prepares the callee's body again at every
+call site, at a cost that grows with its size (numba issue 8989): inlined by numba into
+``nodes.blend`` as well, ``blend_kernel`` compiled in 17 s against 10 s, and everywhere, the
+cold compile of ``graphs/locomotion.json`` doubled (219 s of CPU against 119 s).  The joint
+loops of ``nodes.blend`` still pack (``tests/test_lanes.py``).
 
 Conventions (see DESIGN.md): ``ang`` is the scaled angle-axis rate that
 left-multiplies, ``rot(t+dt) = exp(ang*dt) * rot(t)``; ``svl`` is d/dt log(scl).
@@ -116,7 +120,7 @@ def _exp_neg(v):
 
 
 # The modules whose kernels run these functions over lanes (or joints) in loops that must pack.
-INLINE_INTO = ("animgraph.lanes", "animgraph.lanes_ops", "animgraph.lanes_ik", "animgraph.nodes.blend")
+INLINE_INTO = ("animgraph.lanes", "animgraph.lanes_ops", "animgraph.lanes_ik")
 
 
 def into_lanes(expr, caller, callee):
@@ -140,22 +144,22 @@ def into_lanes(expr, caller, callee):
 # ---------------------------------------------------------------- vec3
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vadd(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vsub(a, b):
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vscale(a, s):
     return (a[0] * s, a[1] * s, a[2] * s)
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vmul(a, b):
     """Element-wise product."""
     return (a[0] * b[0], a[1] * b[1], a[2] * b[2])
@@ -172,41 +176,41 @@ def vneg(a):
     return (-a[0], -a[1], -a[2])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vlerp(a, b, t):
     return (madd(t, b[0] - a[0], a[0]), madd(t, b[1] - a[1], a[1]), madd(t, b[2] - a[2], a[2]))
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vdot(a, b):
     return madd(a[2], b[2], madd(a[1], b[1], a[0] * b[0]))
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def vcross(a, b):
     return (madd(a[1], b[2], -(a[2] * b[1])), madd(a[2], b[0], -(a[0] * b[2])), madd(a[0], b[1], -(a[1] * b[0])))
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def sel3(c, a, b):
     """``a if c else b`` per component: a select, not a branch, so a lane loop still packs."""
     return (a[0] if c else b[0], a[1] if c else b[1], a[2] if c else b[2])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def sel4(c, a, b):
     """``sel3`` for quaternions."""
     return (a[0] if c else b[0], a[1] if c else b[1], a[2] if c else b[2], a[3] if c else b[3])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def inv_len(a):
     """``(|a|, 1/|a|)``, the inverse 0 below ``EPS`` (where ``vnormalize`` gives the zero vector)."""
     n = np.sqrt(vdot(a, a))
     return n, const(1.0, n) / n if n >= const(EPS, n) else const(0.0, n)
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def norm_dx(a, da):
     """``a / |a|`` and its time derivative (``da`` its rate); zero at the zero vector."""
     _, inv = inv_len(a)
@@ -269,7 +273,7 @@ def vdot_dx(a, da, b, db):
 
 
 # error_model numpy: a zero ``soft`` divides to nan in the band, which is then not kept (no check, no branch).
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", inline=into_lanes, forceinline=True)
 def smooth_max0(x, dx, soft, dsoft):
     """``max(x, 0)`` made C2 over ``soft`` either side of 0, and its rate (``soft`` may move at ``dsoft``).
 
@@ -285,7 +289,7 @@ def smooth_max0(x, dx, soft, dsoft):
     return (x if x >= soft else (zero if x <= -soft else band)), (dx if x >= soft else (zero if x <= -soft else dband))
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qmul(a, b):
     """Hamilton product ``a * b`` (w-first)."""
     return (
@@ -296,23 +300,23 @@ def qmul(a, b):
     )
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qinv(q):
     """Inverse of a unit quaternion (its conjugate)."""
     return (q[0], -q[1], -q[2], -q[3])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qadd(a, b):
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qscale(q, s):
     return (q[0] * s, q[1] * s, q[2] * s, q[3] * s)
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qdot(a, b):
     return madd(a[3], b[3], madd(a[2], b[2], madd(a[1], b[1], a[0] * b[0])))
 
@@ -342,18 +346,18 @@ def qnormalize_dx(q, dq):
     )
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qabs(q):
     """The same rotation with ``w >= 0`` (the short way round)."""
     return qscale(q, const(-1.0, q[0]) if q[0] < const(0.0, q[0]) else const(1.0, q[0]))
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qsub(a, b):
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qrot(q, v):
     """Rotate vec3 ``v`` by unit quaternion ``q``."""
     u = (q[1], q[2], q[3])
@@ -398,7 +402,7 @@ def poly(z, c):
     return acc
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qexp_series(v):
     """``qexp(v)`` for ``|v| <= pi/2`` from Taylor series in ``|v|^2``: no sqrt, sin or cos (exact to the float type).
 
@@ -575,7 +579,7 @@ def qslerp(a, b, t):
     return qmul(from_scaled_angle_axis(vscale(to_scaled_angle_axis(d), t)), a)
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def opposite(w, c, lab):
     """Whether ``a``, ``b`` (``w = a.b + |a||b|``, ``c = a x b``, ``lab = |a||b|``) are opposite to rounding.
 
@@ -594,7 +598,7 @@ def qbetween(a, b):
     return qbetween_ang(a, z, b, z)[0]
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def qdx_to_ang(q, dq):
     """Angular velocity (rad/s, left-multiplying) of unit ``q`` moving at ``dq``."""
     d = qmul(dq, qinv(q))
@@ -602,7 +606,7 @@ def qdx_to_ang(q, dq):
     return (two * d[1], two * d[2], two * d[3])
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def ang_to_qdx(q, ang):
     """Time derivative of unit ``q`` rotating at left-multiplying angular velocity ``ang``."""
     return qscale(qmul((const(0.0, ang[0]), ang[0], ang[1], ang[2]), q), const(0.5, q[0]))
@@ -615,7 +619,7 @@ def qbetween_dx(a, da, b, db):
 
 
 # error_model numpy: the cases not kept may divide by zero (no check, no branch: the lane IK runs it).
-@njit(cache=True, error_model="numpy", inline=into_lanes)
+@njit(cache=True, error_model="numpy", inline=into_lanes, forceinline=True)
 def qbetween_ang(a, da, b, db):
     """``qbetween(a, b)`` and its angular velocity (rad/s) as ``a``, ``b`` move at ``da``, ``db``: every case computed, one kept."""
     one, zero = const(1.0, a[0]), const(0.0, a[0])
@@ -646,7 +650,7 @@ def qbetween_ang(a, da, b, db):
 # ---------------------------------------------------------------- kineforms
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def kmul(a, b):
     """Compose moving frames: ``b`` expressed in ``a`` -> ``b`` in ``a``'s parent.
 
@@ -824,7 +828,7 @@ def blend_rot(ar, aw, br, bw, alpha, alpha_vel):
     return slerp_sum_still(ar, aw, br, bw, f0, f1, df0, df1)
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1):
     """Slerp's sum form ``f0 ar + f1 br`` and its angular velocity (rad/s) at a weight that does not move, from
     the weights ``f0 = f(1 - α)``, ``f1 = f(α)`` and their derivatives ``d0, d1`` in ``cos h``; ``br`` on ``ar``'s
@@ -836,7 +840,7 @@ def slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1):
     return rot, qdx_to_ang(rot, drot)
 
 
-@njit(cache=True, inline=into_lanes)
+@njit(cache=True, inline=into_lanes, forceinline=True)
 def slerp_sum(ar, aw, br, bw, f0, f1, d0, d1, h_sin, alpha_vel):
     """``slerp_sum_still`` with the weight moving at ``alpha_vel`` (1/s); ``h_sin = h / sin h``."""
     rot, ang = slerp_sum_still(ar, aw, br, bw, f0, f1, d0, d1)
