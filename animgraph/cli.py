@@ -586,13 +586,17 @@ COMPILING = f"{PROG}: compiling the kernels for this version (once: about {{}} o
 COMPILE_ESTIMATE = "40 s"  # measured: `animgraph demo` on a cold cache, 2 idle cores: first frame 36 s (53 s in all), with the compile helper
 COMPILE_ESTIMATE_ALL = "1.5 min"  # measured: the executor of every node type (verify, bench, a second graph's run):
 # 74 and 84 s on 2 idle cores (ANIMGRAPH_EXECUTOR=full, locomotion, empty cache), 125-140 s of CPU
-COMPILE_ESTIMATE_TILES = "40 s"  # measured: `animgraph run --batch 64` on a cold cache: blend 20 s, locomotion 22 s, ik_lookat_footlock 39 s
+COMPILE_ESTIMATE_TILES = "1 min"  # measured: `animgraph run --batch 64` on a cold cache, 2 idle cores (the demo's first
+# frame 19 s that hour): blend 56 s, locomotion 46 s, states 64 s, ik_lookat_footlock 71 s
 
 
 def _node_types(args):
-    """Node types the command's graph uses (None: every type; False: the graph does not load, the command says why)."""
+    """Node types the command's graph's plan runs (None: every type; False: the graph does not load or check, the
+    command says why).  The plan's, not the file's: the check adds node types (``plan.node_types``), and an executor
+    without them would be followed by the whole registry's, compiling twice."""
     from . import graphs
     from .graph import Graph
+    from .plan import node_types
 
     if args.handler is _cmd_run:
         path = args.graph
@@ -601,7 +605,7 @@ def _node_types(args):
     else:
         return None  # verify and bench run every node type
     try:
-        return {node.type for node in Graph.load(path).nodes}
+        return node_types(Graph.load(path))
     except (AnimgraphError, OSError, ValueError):
         return False
 

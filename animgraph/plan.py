@@ -398,6 +398,12 @@ def make_plan(graph, batch=1, assets=None, skeleton=None, warn=True, reuse_slots
     )
 
 
+def node_types(graph, events=DEFAULT_CAPACITY):
+    """Node type names a plan of ``graph`` runs (``Plan.node_types``): its own and those the check adds (the events'
+    weights, sync groups), so that the executor a first run compiles covers them all."""
+    return {node.type for node in check(graph, graph.path, warn=False, event_weights=events).nodes.values()}
+
+
 def _checked(graph, batch, warn, events):
     """The checked graph (``check.check``; with the events' weights when ``events``), after refusing a bad ``graph``
     or ``batch``."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import animgraph as ag
+from animgraph import graphs
 from animgraph.cli import COMMANDS, main
 
 from conftest import BUNDLED, shared_path
@@ -353,3 +354,15 @@ def test_first_batch_run_says_it_is_compiling_the_lane_executor(capsys, monkeypa
         assert compiled or cli.COMPILE_ESTIMATE_TILES in err
     assert main(["run", str(graphs.path("blend")), "--frames", "1"]) == 0  # batch 1: the per-character executor
     assert "compiling" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["run", name] for name in graphs.names()] + [["demo"], ["demo", "--gaits"]])
+def test_the_executor_chosen_before_the_plan_covers_the_plans_node_types(argv):
+    """A command picks its executor before planning (to announce the compile and start its helper): it must have
+    the node types the check adds (the events' weights, sync groups) too, or a cold first run would compile a
+    partial executor and then the whole registry's."""
+    from animgraph.cli import _node_types, build_parser
+
+    graph = graphs.path(argv[1]) if argv[0] == "run" else graphs.path("gaits" if "--gaits" in argv else "locomotion")
+    args = build_parser().parse_args([argv[0], str(graph), "--frames", "1"] if argv[0] == "run" else argv)
+    assert _node_types(args) == ag.compile(graph).node_types
