@@ -8,6 +8,11 @@ the editor's preview compiles (``animgraph.editor.warmup``), then every shipped 
 stepped at batch 1 (the per-character walk) and 19 (lane tiles) with a reset and a
 teleport.  On a warm cache this only loads, in seconds.  Tests that compile cold on
 purpose use their own temporary caches and are not helped by it.
+
+On an empty cache everything it runs is compiled here (half the node kernels by the compile
+helper, as a user's first run): it then also records ``determinism_run``'s outputs from that
+code, which ``test_determinism`` compares with a fresh process loading it, instead of
+compiling the whole executor a second time in a private cache.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ import numpy as np
 def main():
     t0 = time.perf_counter()
     import animgraph as ag
-    from animgraph import graphs
+    from animgraph import cache, graphs
+
+    cold = cache.is_cold()  # before anything here compiles
 
     try:
         from animgraph.editor import warmup
@@ -37,6 +44,10 @@ def main():
             inst.reset()
             inst.teleport(np.zeros(3))
             inst.step(1 / 60)
+    if cold:
+        import determinism_run
+
+        determinism_run.save(determinism_run.record_path(), determinism_run.outputs(graphs.names()))
     print(f"compiled-code cache warm in {time.perf_counter() - t0:.1f} s", flush=True)
     return 0
 
