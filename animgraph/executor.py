@@ -255,7 +255,8 @@ def source(names, cover=None):
         f"    {borrow}",
         f"    {dbs}, = dbs(table, clipbuf)",
         "    for c in prange(chars.shape[0]):",
-        f"        character(c, table, par, chars, vecs, rots, {dbs}, dt)",
+        # int64: numba lowers a prange index as uint64, and ``character`` would compile twice (int64 while typing)
+        f"        character(np.int64(c), table, par, chars, vecs, rots, {dbs}, dt)",
         "",
         *_tiles_source(names, use, own, dbs, args, borrow),
     ]
