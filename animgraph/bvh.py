@@ -55,7 +55,7 @@ def _axis_quat(axis, angle):
     return from_scaled_angle_axis(v)
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def _euler_to_quat(angles, axes, counts, out):
     """``out`` (F,J,4) from Euler ``angles`` (F,J,3) rad applied in order ``axes`` (J,3), ``counts`` (J,) per joint."""
     for f in range(angles.shape[0]):
@@ -66,7 +66,7 @@ def _euler_to_quat(angles, axes, counts, out):
             store4(out[f], j, q)
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def _quat_to_euler_zyx(rot, out):
     """Euler angles (F,J,3) rad, order Z Y X (``R = Rz Ry Rx``), of unit quaternions ``rot`` (F,J,4)."""
     for f in range(rot.shape[0]):

@@ -37,7 +37,7 @@ CUBIC_RATE_PEAK = 4.0 / 27.0  # largest s (1 - s)^2 (at s = 1/3): the cubic's ra
 REST_PEAK = 27.0 / 256.0  # largest s (1 - s)^3 (at s = 1/4): rate_rest_weights with tail 1 carries at most this |v0| duration
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def halflife_rate(halflife):
     """Exponential rate ln2 / halflife (1/s); infinite for a half-life below MIN_SECONDS (or NaN)."""
     if not halflife >= MIN_SECONDS:

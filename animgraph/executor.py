@@ -66,7 +66,7 @@ OP_KIND, OP_INS, OP_OUTS, OP_OUTS_END, OP_PAR, OP_PAR_END, OP_STATE, OP_STATE_EN
 OP_WIDTH = 10
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def clip_db(table, clipbuf):
     """What every kernel's ``db`` begins with (see ``animgraph.node``): views of ``clipbuf`` and the table's parents."""
     parents_at, joints, frames = table[PARENTS_AT], table[JOINTS], table[FRAMES]
@@ -242,7 +242,7 @@ def source(names, cover=None):
     lines += [
         "",
         "",
-        "@njit(cache=True)",
+        "@njit(cache=True, entry=True)",
         f"def run_serial({args}):",
         f"    {borrow}",
         f"    {dbs}, = dbs(table, clipbuf)",
@@ -250,7 +250,7 @@ def source(names, cover=None):
         *("        " + b for b in body),
         "",
         "",
-        "@njit(cache=True, parallel=True)",
+        "@njit(cache=True, parallel=True, entry=True)",
         f"def run_parallel({args}):",
         f"    {borrow}",
         f"    {dbs}, = dbs(table, clipbuf)",
@@ -286,7 +286,7 @@ def _tiles_source(names, use, own, dbs, args, borrow):
         "# Tiles over numba's threads: each of ``work``'s rows walks every n-th tile (numba's thread count is not read:",
         "# it would keep the function out of the cache).  Measured: the walk as a function of its own runs 1.5x",
         "# faster than the same walk written in the loop.",
-        "@njit(cache=True, parallel=True)",
+        "@njit(cache=True, parallel=True, entry=True)",
         f"def run_tiles({args.replace(', dt', '')}, work, pose_io, keep, out_vecs, out_rots, dt):",
         f"    {borrow}",
         "    work, pose_io, keep = borrowed(work), borrowed(pose_io), borrowed(keep)",

@@ -43,7 +43,8 @@ def gate_open(table, a, b, t, x, par):
     for k in range(a, b, GATE):
         if (np.int64(t[table[k + ENTERED]]) & table[k + MASK]) != 0:
             init = table[k + INIT]
-            x[:] = par[init:init + x.shape[0]]
+            for j in range(x.shape[0]):  # a loop: an array copy would compile numba's shape-error message (1.5 s)
+                x[j] = par[init + j]
             break
     return True
 

@@ -33,7 +33,7 @@ def _mul_rows(a, b, out):
         store_kform(out, i, kmul(load_kform(a, i), load_kform(b, i)))
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def _div_rows(a, b, out):
     for i in range(out[0].shape[0]):
         store_kform(out, i, kdiv(load_kform(a, i), load_kform(b, i)))

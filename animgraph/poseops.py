@@ -48,7 +48,7 @@ from .maths import (
 from .pose import Pose
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def fk_kernel(local, parents, out):
     """Global pose tuple ``out`` from local pose tuple ``local`` (C-contiguous; rows ordered parents first)."""
     loc, glob = flat_pose(local), flat_pose(out)  # rows at constant strides: fewer address sums per joint

@@ -66,7 +66,7 @@ def _odd_frames(seconds, dt):
 # ---------------------------------------------------------------- resampling
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def _slerp_frames(rot, index, frac, out):
     """``out[k, j] = slerp(rot[index[k], j], rot[index[k]+1, j], frac[k])`` for (F,J,4) rotations."""
     last = rot.shape[0] - 1
@@ -127,7 +127,7 @@ def global_positions(skel, clip):
     return fk_frames(Pose(clip.pos, clip.rot, clip.scl), skel.parents).pos
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def _rotate_rows(rot, v, out):
     """``out[k] = rot[k] * v``: vec3 ``v`` rotated by each quaternion of ``rot`` (F,4)."""
     for k in range(rot.shape[0]):

@@ -124,7 +124,7 @@ def incumbent(features, query, current, margin):
     return cost - np.float32(margin), np.int64(current)
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def build_boxes(features, size):
     """(min, max), float32 (ceil(F/size), D): box b bounds the features of frames [b*size, min((b+1)*size, F))."""
     frames, dims = features.shape

@@ -107,7 +107,7 @@ def output_node(ins, outs, par, st, pose, sig, db, dt):
     place(slot(pose, ins[IN.pose]), db[DB_PARENTS], world, every_joint, slot(pose, outs[OUT.pose]))
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def placement(st):
     """The world placement (pos m, rot w-first) held in the state."""
     return (st[ST.pos], st[ST.pos + 1], st[ST.pos + 2]), (st[ST.rot], st[ST.rot + 1], st[ST.rot + 2], st[ST.rot + 3])

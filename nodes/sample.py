@@ -204,7 +204,7 @@ def f32q(q):
             np.float64(np.float32(q[3])))
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def fill_key_table(rot, scl, out):
     """Key table (F, J, KEY_WIDTH) of one clip's rotations (F, J, 4) and scales (F, J, 3) into ``out``.
 
@@ -611,7 +611,7 @@ def sample_events(ins, par, st, sig, t, rate, dt):
     st[ST.fresh] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, entry=True)
 def sample_closing(par, st, sig, why):
     """Its branch stops or restarts it (``animgraph.gates``; ``why`` the detail id, -1 neither): the ranges it has
     open end."""

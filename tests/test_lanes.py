@@ -12,6 +12,7 @@ from llvmlite import binding
 import animgraph as ag
 from animgraph import lanes, lanes_ik, lanes_ops
 from animgraph.bench import LEGS, chain_assets
+from animgraph.jit import called_from_python
 from animgraph.nodes.sample import key_table
 from animgraph.pose import FIELDS
 from test_kform import random_kforms
@@ -122,6 +123,7 @@ def assembly(kernel, *args):
         pytest.skip(f"the packed-SIMD check reads x86 assembly; this machine is {platform.machine()}")
     if not binding.get_host_cpu_features().get("avx2", False):
         pytest.skip("this x86 CPU has no AVX2, so no 256-bit packed float32 to look for")
+    kernel = called_from_python(kernel)  # the same function's code, with the wrapper a call from here needs
     code = machine_code(kernel, *args)
     if code is not None:
         return code

@@ -1,0 +1,77 @@
+"""animgraph.jit: compiled functions without numba's Python wrapper, callable from Python through a twin."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from animgraph.jit import CompiledOnly, called_from_python, njit
+
+
+@njit
+def _cube_plus(x, k):
+    return x * x * x + k
+
+
+@njit(entry=True)
+def _twice_cube_plus(x, k):
+    return 2.0 * _cube_plus(x, k)
+
+
+def _wraps_for_python(ir):
+    """Whether LLVM IR text ``ir`` defines numba's Python wrapper (mangled ``_ZN7cpython...``)."""
+    return any(line.startswith("define") and "@_ZN7cpython" in line for line in ir.splitlines())
+
+
+def test_compiled_callers_link_it_without_the_python_wrapper_and_python_calls_reach_a_twin():
+    assert isinstance(_cube_plus, CompiledOnly) and not isinstance(_twice_cube_plus, CompiledOnly)
+    assert _twice_cube_plus(1.5, 0.25) == 2.0 * (1.5 ** 3 + 0.25)
+    (sig,) = _cube_plus.signatures  # compiled as the caller's callee only
+    assert not _wraps_for_python(_cube_plus.inspect_llvm(sig))
+    assert _wraps_for_python(_twice_cube_plus.inspect_llvm(_twice_cube_plus.signatures[0]))  # the check sees one
+    # From Python: the same function, through its twin (the bare code would crash the process).
+    assert _cube_plus(1.5, 0.25) == 1.5 ** 3 + 0.25
+    assert _cube_plus(np.float32(2.0), np.float32(1.0)) == np.float32(9.0)
+    twin = called_from_python(_cube_plus)
+    assert twin is not _cube_plus and twin is called_from_python(_cube_plus)
+    assert twin.py_func.__code__ is _cube_plus.py_func.__code__
+    assert _wraps_for_python(twin.inspect_llvm(twin.signatures[0]))
+    assert called_from_python(_twice_cube_plus) is _twice_cube_plus
+
+
+MODULE = '''
+from animgraph.jit import njit
+
+@njit(cache=True)
+def inner(x):
+    return x * 3.0 + 1.0
+
+@njit(cache=True, entry=True)
+def outer(x):
+    return inner(x) - 1.0
+'''
+
+CALLS = {
+    "compiled-first": "print(mod.outer(2.0), mod.inner(2.0))",
+    "python-first": "print(mod.inner(2.0), mod.outer(2.0))",
+}
+
+
+def test_the_function_and_its_twin_keep_their_own_cache_entries(tmp_path):
+    # numba's cache key does not include the wrapper flags: were the twin cached under the function's own name, a
+    # process could load the wrapper-less code for a Python call and crash.  Fill the cache in one order, load it
+    # in the other, then the reverse, each in a fresh process.
+    (tmp_path / "twinmod.py").write_text(MODULE)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+    for first, second in (("compiled-first", "python-first"), ("python-first", "compiled-first")):
+        for old in (tmp_path / "cache").rglob("*"):
+            if old.is_file():
+                old.unlink()
+        for order in (first, second):
+            code = "import twinmod as mod\n" + CALLS[order]
+            run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0, (first, order, run.returncode, run.stderr[-2000:])
+            assert sorted(map(float, run.stdout.split())) == [6.0, 7.0], (order, run.stdout)
+    names = sorted(p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi"))
+    assert names == ["twinmod.inner", "twinmod.inner_py", "twinmod.outer"], names
