@@ -82,7 +82,7 @@ def blend_space_2d_weights(ins, outs, par, st, pose, sig, db, dt):
     st[ST.live], st[ST.entered] = float(publish_weights(outs, OUT.SIZE, sig, n, count, idx, w, dw)), 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
 def blend_space_2d_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the live entries blended at the early kernel's weights; their root motions summed."""
     n, count = int(par[PAR.entries]), int(st[ST.count])

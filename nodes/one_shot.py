@@ -159,7 +159,7 @@ def one_shot_decide(ins, outs, par, st, pose, sig, db, dt):
     sig[outs[OUT.weight]], sig[outs[OUT.weight] + 1] = shot_weight(par, st)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
 def one_shot_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the shot layered over the base at its weight, fires and ends hidden by offsets."""
     base, shot, out = slot(pose, ins[IN.base]), slot(pose, ins[IN.shot]), slot(pose, outs[OUT.pose])

@@ -248,7 +248,7 @@ def state_weights(sig, outs, st, n, cur):
             sig[o], sig[o + 1] = 0.0, 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
 def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the state the early kernel chose, its pose faded or inertialized from what showed."""
     n, n_cond = int(par[PAR.states]), int(par[PAR.conditions])

@@ -46,7 +46,7 @@ def two_bone_ik_kernel(local, parents, ja, jb, jc, hinge, tpos, tvel, w, dw, out
 # ---------------------------------------------------------------- node
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
 def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: solve the chain of the input pose for the target signal, into the output slot."""
     t = ins[IN.target]

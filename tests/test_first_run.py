@@ -30,7 +30,7 @@ def spy(key, names, cover=None):
     return proc
 warm.start = spy
 status = cli.main(["run", sys.argv[1], "--frames", "30", "--out", sys.argv[2]])
-# Node entries are inlined into the walk (node.py), so count every kernel of ours found in the cache: on a
+# Most node entries are inlined into the walk (node.py), so count every kernel of ours found in the cache: on a
 # cold private cache each such hit is the helper's work.
 import numba
 ours = {id(v): v for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("animgraph")
