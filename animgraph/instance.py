@@ -42,17 +42,19 @@ LANES_ENV = "ANIMGRAPH_LANES"  # "0": never run on lane tiles (the per-character
 
 
 
-def _entry(dispatcher):
+def _entry(dispatcher, key):
     """The function to call per frame: the compiled entry point (skips numba's type dispatch).
 
     Our arguments always have the same types, so after one typed call through the
     dispatcher its single overload's entry point is safe and saves a microsecond.
+    ``key``: the executor's (on a cold cache, its compile helper shares the kernels first).
     """
 
     def first(*args):
-        dispatcher(*args)
         from . import warm
 
+        warm.share(key)
+        dispatcher(*args)
         warm.finish()  # the executor is compiled: a compile helper still running has nothing left to add
         overloads = list(getattr(dispatcher, "overloads", {}).values())
         return getattr(overloads[0], "entry_point", dispatcher) if len(overloads) == 1 else dispatcher
@@ -122,9 +124,9 @@ class Instance:
 
             self._call = walk_in_python
         elif lanes:
-            self._call = _entry(plan.executor.run_tiles)
+            self._call = _entry(plan.executor.run_tiles, plan.executor.KEY)
         else:
-            self._call = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial)
+            self._call = _entry(plan.executor.run_parallel if parallel else plan.executor.run_serial, plan.executor.KEY)
         self._args = (plan.table, self.par, self.chars, self.vecs, self.rots, plan.clipbuf)
         if lanes:
             # One tile per thread, reused for every tile it walks (``animgraph.tilewalk``): scratch within a frame.

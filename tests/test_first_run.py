@@ -60,8 +60,12 @@ def test_cold_compile_in_two_processes_equals_one(tmp_path):
     # types only; the helper starts, is reaped (an exit status, no zombie) and the main process
     # loads some kernels it compiled.  The outputs equal the whole registry's executor's, compiled
     # by one process, bit for bit.
-    cold = {"ANIMGRAPH_CACHE": str(tmp_path / "cache"), "ANIMGRAPH_COMPILE_JOBS": "2", "ANIMGRAPH_EXECUTOR": ""}
+    temp = tmp_path / "temp"  # where the helper's claims directory goes: removed when the helper is reaped
+    temp.mkdir()
+    cold = {"ANIMGRAPH_CACHE": str(tmp_path / "cache"), "ANIMGRAPH_COMPILE_JOBS": "2", "ANIMGRAPH_EXECUTOR": "",
+            "TMPDIR": str(temp)}
     status, helpers, loaded, covers, two = _run(tmp_path, "two", cold)
+    assert not [p for p in temp.iterdir() if p.name.startswith("animgraph-claims-")]
     types = sorted({n["type"] for n in json.loads(GRAPH.read_text())["nodes"]})
     assert status == 0 and len(helpers) == 1 and helpers[0] is not None, helpers
     assert loaded > 0
@@ -103,6 +107,14 @@ def test_children_import_the_installed_package_not_a_checkout_in_the_working_dir
     out, _ = child.communicate(timeout=600)
     assert child.returncode == 0, out
     assert bench._startup_run(dict(os.environ))["total_s"] > 0
+
+
+def test_a_kernel_is_claimed_once_across_processes(tmp_path):
+    # The helper and the main process each claim a kernel before compiling it (warm.claim): the first asks wins.
+    code = "import sys; from animgraph import warm; print(warm.claim(sys.argv[1], 3))"
+    first = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert first.stdout.split() == ["True"], first.stderr
+    assert warm.claim(str(tmp_path), 3) is False and warm.claim(str(tmp_path), 4) is True
 
 
 def test_jobs_from_the_environment(monkeypatch):
