@@ -24,7 +24,7 @@ def pytest_configure(config):
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:  # a cold cache takes minutes here: say so before the silence
         reporter.write_line("warming the compiled-code cache before the workers start "
-                            "(seconds when warm; on an empty cache about 3 minutes on 2 cores)")
+                            "(seconds when warm; on an empty cache about 1.5 minutes on 2 cores)")
     run = subprocess.run([sys.executable, str(Path(__file__).with_name("warm_cache.py"))], capture_output=True,
                          text=True, timeout=3600)
     line = (run.stdout.strip().splitlines() or [""])[-1]
