@@ -40,6 +40,7 @@ import time
 _HELPER = {}  # executor key -> (Popen, claims directory, covered kinds), at most one per key and process
 CLAIMS_ENV = "ANIMGRAPH_CLAIMS"  # the helper's claims directory (``claim``)
 WAIT_STEP = 0.02  # s between looks at the helper's progress
+STALL = 300.0  # s without a kernel finished after which the main process stops waiting for a helper that hangs
 
 
 def jobs():
@@ -131,7 +132,7 @@ def claim(claims, i):
     """Whether this process takes kernel ``i`` of the work: True for the first to ask, in any process."""
     try:
         os.close(os.open(os.path.join(claims, f"{i}.claim"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
+    except OSError:  # taken, or the directory is gone: then nobody claims and the walk's compile does the rest
         return False
     return True
 
@@ -143,7 +144,8 @@ def _touch(path):
 
 def share(key):
     """Before the first step of executor ``key`` on a cold cache: compile the kernels the helper has not claimed,
-    from the front, then wait until those it claimed are cached (or it has stopped), so nothing compiles twice."""
+    from the front, then wait until those it claimed are cached (or it has stopped, or finished none in ``STALL``
+    seconds: the walk's compile then does what is missing), so nothing compiles twice."""
     if key not in _HELPER:
         return
     proc, claims, cover = _HELPER[key]
@@ -154,8 +156,12 @@ def share(key):
         kernel.compile(sig)
         mine += 1
     pending = [i for i in range(mine, len(work)) if os.path.exists(os.path.join(claims, f"{i}.claim"))]
-    while pending and proc.poll() is None:
-        pending = [i for i in pending if not os.path.exists(os.path.join(claims, f"{i}.done"))]
+    progress = time.monotonic()
+    while pending and proc.poll() is None and time.monotonic() - progress < STALL:
+        left = [i for i in pending if not os.path.exists(os.path.join(claims, f"{i}.done"))]
+        if len(left) < len(pending):
+            progress = time.monotonic()
+        pending = left
         if pending:
             time.sleep(WAIT_STEP)
 

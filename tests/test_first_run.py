@@ -117,6 +117,27 @@ def test_a_kernel_is_claimed_once_across_processes(tmp_path):
     assert warm.claim(str(tmp_path), 3) is False and warm.claim(str(tmp_path), 4) is True
 
 
+def test_the_main_process_stops_waiting_for_a_helper_that_hangs_or_has_died(tmp_path, monkeypatch):
+    # A "helper" that claimed every kernel and never finishes one: share() gives up after STALL seconds (the walk's
+    # compile then does the work); one that has exited: share() does not wait at all.  finish() reaps both.
+    cover = {"constant", "input"}
+    for i in range(len(warm._work(cover))):
+        (tmp_path / f"{i}.claim").touch()
+    monkeypatch.setattr(warm, "STALL", 0.3)
+    for code in ("import time; time.sleep(120)", "pass"):
+        proc = subprocess.Popen([sys.executable, "-c", code])
+        if code == "pass":
+            proc.wait(timeout=60)
+        monkeypatch.setitem(warm._HELPER, "test-key", (proc, str(tmp_path), cover))
+        warm.share("test-key")  # returns: the test would hang here otherwise
+        warm.finish()
+        assert proc.returncode is not None and "test-key" not in warm._HELPER
+        assert not tmp_path.exists()
+        tmp_path.mkdir()
+        for i in range(len(warm._work(cover))):
+            (tmp_path / f"{i}.claim").touch()
+
+
 def test_jobs_from_the_environment(monkeypatch):
     monkeypatch.setenv("ANIMGRAPH_COMPILE_JOBS", "1")
     assert warm.jobs() == 1
