@@ -1,24 +1,39 @@
-"""numba's ``njit`` as animgraph compiles with it: without the wrappers that only calls from outside use.
+"""numba's ``njit`` as animgraph compiles with it: each function's code made once, where it is needed.
 
 numba builds, for every function it compiles, a wrapper that lets Python call it (unboxing
-each argument) and one that lets C call it.  Nearly all of animgraph's compiled functions
-(the maths, the node kernels and their helpers) are only ever called by other compiled code,
-which calls the function itself and links its code in: the wrappers are built, optimized,
-turned into machine code and cached for nothing.  They were about a fifth of a cold compile
-(``animgraph run graphs/locomotion.json`` on an empty cache, one process: 31.5 s with them,
-25.5 s without).
+each argument) and one that lets C call it, then optimizes the function with all its callees
+linked in and turns that into machine code; a caller links the callee's code into its own
+module and does the same again.  For a tree of compiled functions that is the same code
+turned into machine code at every level, and a walk over every node type that links in and
+compiles again the code of all of them, alone, after everything else (a first run's tail).
 
-So ``njit`` builds neither.  The functions Python calls (the executor's walks, the clip
-preparation) say ``entry=True`` and keep the Python wrapper.  A function without one that is
-called from Python anyway (a test, a user trying ``animgraph.maths.qmul``) still works: the
-first such call compiles a twin that has it (cached under a name of its own, ``<name>_py``,
-since numba's cache key does not tell the two compiles apart), and Python calls go there.
+So ``njit`` makes three kinds of function:
+
+- by default, a function only compiled code calls (the maths, the kernels' helpers): no
+  wrappers and no machine code of its own (``LinkOnlyLibrary``): its callers link its
+  optimized LLVM code in, as numba's do.  A Python call (a test, a user trying
+  ``animgraph.maths.qmul``) goes to a twin compiled on first use with the Python wrapper
+  (cached under a name of its own, ``<name>_py``: numba's cache key does not tell the
+  compiles apart);
+- ``own_code=True`` (a node's kernel, which every executor walk calls): machine code of its
+  own, made once and *called* by compiled callers, never copied into them, so a walk over
+  twenty node types compiles its own code only.  A caller loaded from the cache loads
+  these first (``_load``, through numba's ``reload_init``);
+- ``entry=True`` (the executor's walks, the clip preparation): numba's function with the
+  Python wrapper, calling ``own_code`` functions the same way.
+
+The generated machine code computes what it computed linked in: the same LLVM operations,
+no fast-math, fused multiply-adds only where the source asks (``maths.madd``).
 """
 
+import functools
+import importlib
 import types
 
 import numba
-from numba.core import config
+from llvmlite import binding as ll
+from numba.core import caching, compiler, config
+from numba.core.codegen import JITCodeLibrary
 from numba.core.registry import CPUDispatcher
 
 TWIN_SUFFIX = "_py"  # the Python-callable twin's qualified name: ``f.__qualname__ + TWIN_SUFFIX``
@@ -39,8 +54,148 @@ class CompiledOnly(CPUDispatcher):
             copy = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
             copy.__kwdefaults__, copy.__module__ = f.__kwdefaults__, f.__module__
             copy.__qualname__ = f.__qualname__ + TWIN_SUFFIX
-            twin = self._twin = numba.njit(**self._options)(copy)
+            twin = self._twin = numba.njit(pipeline_class=CallingCompiler, **self._options)(copy)
+            if self._options.get("cache"):
+                twin._cache = _CallingCache(copy)
         return twin
+
+
+class CallingLibrary(JITCodeLibrary):
+    """numba's library, except that code of ``own_code`` functions is called, not linked in."""
+
+    def add_linking_library(self, library):
+        library._ensure_finalized()
+        self._reload_init.update(library._reload_init)
+        loader = getattr(library, "loader", None)
+        if loader is None:
+            super().add_linking_library(library)
+        else:
+            self._reload_init.add(loader)  # a cached caller loads it before its own code
+
+
+class LinkOnlyLibrary(CallingLibrary):
+    """A compiled-only function's code: LLVM IR optimized with its callees' as numba optimizes it (callers
+    link in the same IR as before), but never turned into machine code by itself: nothing would run it."""
+
+    def finalize(self):
+        self._raise_if_finalized()
+        for library in dict.fromkeys(self._linking_libraries):
+            self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        self._optimize_final_module()
+        self._finalize_dynamic_globals()
+        self._finalized = True
+
+    def get_pointer_to_function(self, name):
+        return 0  # no machine code (a Python call goes to the twin)
+
+    @property
+    def codegen(self):
+        return _NoEnvironment(self._codegen)
+
+    def serialize_using_object_code(self):
+        return self.name, "linkonly", self._get_module_for_linking().as_bitcode()
+
+    @classmethod
+    def from_cache(cls, codegen, state):
+        """The library ``serialize_using_object_code`` saved."""
+        name, kind, bitcode = state
+        if kind != "linkonly":
+            raise ValueError(f"not a link-only library: {kind!r}")
+        self = cls(codegen, name)
+        self.enable_object_caching()
+        self._final_module = self._shared_module = ll.parse_bitcode(bitcode)
+        self._finalize_dynamic_globals()
+        self._finalized = True
+        return self
+
+
+class _NoEnvironment:
+    """A link-only library's codegen: there is no environment to set (no code of its own runs)."""
+
+    def __init__(self, codegen):
+        self._codegen = codegen
+
+    def set_env(self, env_name, env):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._codegen, name)
+
+
+def _compiler(library_class):
+    """numba's compiler, with libraries of ``library_class``."""
+
+    class Compiler(compiler.Compiler):
+        def compile_extra(self, func):
+            self.state.library = library_class(self.state.targetctx.codegen(), func.__qualname__)
+            self.state.library.enable_object_caching()
+            return super().compile_extra(func)
+
+    Compiler.__name__ = f"{library_class.__name__}Compiler"
+    return Compiler
+
+
+CallingCompiler, LinkOnlyCompiler = _compiler(CallingLibrary), _compiler(LinkOnlyLibrary)
+
+
+class _LinkOnlyCacheImpl(caching.CompileResultCacheImpl):
+    def rebuild(self, target_context, payload):
+        libdata, fndesc, env, signature, objectmode, lifted, typeann, reload_init, referenced_envs = payload
+        for fn in reload_init:
+            fn()
+        library = LinkOnlyLibrary.from_cache(target_context.codegen(), libdata)
+        return compiler.CompileResult(
+            target_context=target_context, typing_context=target_context.typing_context, library=library,
+            environment=env, entry_point=target_context.get_executable(library, fndesc, env), fndesc=fndesc,
+            type_annotation=typeann, signature=signature, objectmode=objectmode, lifted=lifted, typing_error=None,
+            call_helper=None, metadata=None, reload_init=reload_init, referenced_envs=referenced_envs)
+
+
+class StaleCall(Exception):
+    """Cached code calls a symbol the function it calls no longer has (it was compiled again meanwhile)."""
+
+
+class _CallingCache(caching.FunctionCache):
+    """numba's cache, where an entry whose code calls ``own_code`` code under another name is not used."""
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except StaleCall:
+            return None  # compiled again, calling the code this process has
+
+
+class _LinkOnlyCache(_CallingCache):
+    _impl_class = _LinkOnlyCacheImpl
+
+
+class _Called:
+    """A dispatcher whose code compiled callers call instead of linking in (``own_code``)."""
+
+    def add_overload(self, cres):
+        f, args = self.py_func, tuple(cres.signature.args)
+        cres.library.loader = functools.partial(_load, f.__module__, f.__qualname__, args, cres.fndesc.llvm_func_name)
+        super().add_overload(cres)
+
+
+class OwnCode(_Called, CompiledOnly):
+    """A compiled-only function with machine code of its own."""
+
+
+class OwnCodeEntry(_Called, CPUDispatcher):
+    """A function Python calls, whose machine code compiled callers call too."""
+
+
+def _load(module, qualname, args, symbol):
+    """Compile (or load from the cache) ``own_code`` function ``module.qualname`` for argument types ``args``, whose
+    code a caller loaded from the cache calls as ``symbol``; ``StaleCall`` if it has another name (numba's names
+    number each compile: this one's cache entry was written by another compile than the caller saw)."""
+    fn = importlib.import_module(module)
+    for part in qualname.split("."):
+        fn = getattr(fn, part)
+    fn.compile(args)
+    if fn.overloads[args].fndesc.llvm_func_name != symbol:
+        raise StaleCall(f"{module}.{qualname}{args}")
 
 
 def called_from_python(fn):
@@ -48,21 +203,25 @@ def called_from_python(fn):
     return fn.twin() if isinstance(fn, CompiledOnly) else fn
 
 
-def njit(*args, entry=False, **kwargs):
-    """``numba.njit`` (as ``@njit`` or ``@njit(cache=True, ...)``) without the C wrapper and, unless ``entry``
-    (a function Python calls), without the Python one (``CompiledOnly``)."""
+def njit(*args, entry=False, own_code=False, **kwargs):
+    """``numba.njit`` (as ``@njit`` or ``@njit(cache=True, ...)``) without the C wrapper; unless ``entry`` (a
+    function Python calls) without the Python one, and unless ``own_code`` without machine code of its own."""
     kwargs.setdefault("no_cfunc_wrapper", True)
 
     def decorate(fn):
-        if entry or config.DISABLE_JIT:
+        if config.DISABLE_JIT:
             return numba.njit(**kwargs)(fn)
         options = dict(kwargs)
         cache, local_types = options.pop("cache", False), dict(options.pop("locals", {}))
-        options.update(nopython=True, boundscheck=options.get("boundscheck"), no_cpython_wrapper=True)
-        disp = CompiledOnly(py_func=fn, locals=local_types, targetoptions=options)  # what numba.njit makes, but ours
+        options.update(nopython=True, boundscheck=options.get("boundscheck"))
+        if not entry:
+            options["no_cpython_wrapper"] = True
+        kind = ((CompiledOnly, OwnCode), (CPUDispatcher, OwnCodeEntry))[entry][own_code]
+        pipeline = LinkOnlyCompiler if kind is CompiledOnly else CallingCompiler
+        disp = kind(py_func=fn, locals=local_types, targetoptions=options, pipeline_class=pipeline)
         if cache:
-            disp.enable_caching()
-        disp._options = kwargs
+            disp._cache = _LinkOnlyCache(fn) if kind is CompiledOnly else _CallingCache(fn)
+        disp._options = dict(kwargs)
         return disp
 
     if args and callable(args[0]) and len(args) == 1:
