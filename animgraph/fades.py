@@ -162,7 +162,7 @@ def crossfade_kernel(a, b, alpha, alpha_vel, out):
         store_kform(out, j, blend_kform(load_kform(a, j), load_kform(b, j), alpha, alpha_vel))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", own_code=True)
 def layer_kernel(base, layer, mask, alpha, alpha_vel, out):
     """Pose ``base`` blended towards ``layer`` joint by joint at weight ``alpha mask[j]`` (rate ``alpha_vel mask[j]``,
     1/s) into ``out``; a joint of weight 0 is the base's row exactly."""

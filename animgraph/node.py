@@ -11,10 +11,13 @@ A node module defines one pydantic model (subclass of ``Node``) with
 ``inline="always"`` compiles it into the executor's walk: as a call, passing these
 arguments costs 0.05 to 0.1 us per op at one character, which matters for a node whose
 work is a few joints' maths (sample, blend, fk, input, output...).  A node whose work is
-far more than that (IK, a search, a state machine) leaves it out: every entry inlined made
-the whole registry's walk about 3.5x slower to compile (LLVM's passes grow faster than the
-function), while a called entry is compiled once, cached, and linked into every walk.  An
-entry stays a thin reader of ports that calls plain ``@njit(cache=True)`` kernels for the work.
+far more than that (IK, a search, a state machine) leaves it out and says
+``own_code=True`` (``animgraph.jit``): its machine code is made once, cached, and called by
+every walk, which then compiles only its own code (every entry inlined made the whole
+registry's walk about 3.5x slower to compile; every entry linked in, a walk compiled the
+code of every node type again, alone, after the kernels).  An entry stays a thin reader of
+ports that calls plain ``@njit(cache=True)`` kernels for the work; a kernel with many
+joints' work that an inlined entry calls (``blend_kernel``) is ``own_code`` too.
 
 Kernel arguments (all for one character):
 

@@ -48,7 +48,7 @@ from .maths import (
 from .pose import Pose
 
 
-@njit(cache=True, entry=True)
+@njit(cache=True, entry=True, own_code=True)
 def fk_kernel(local, parents, out):
     """Global pose tuple ``out`` from local pose tuple ``local`` (C-contiguous; rows ordered parents first)."""
     loc, glob = flat_pose(local), flat_pose(out)  # rows at constant strides: fewer address sums per joint
@@ -96,7 +96,7 @@ def difference_kform(pose, ref, local_side):
     return (vsub(pp, rp), rot, vdiv(psc, rsc), vsub(pv, rv), ang, vsub(psv, rsv))
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def additive_kernel(base, add, alpha, alpha_vel, local_side, out):
     """Apply pose tuple ``add`` to ``base`` row by row into ``out`` (which may alias either)."""
     for j in range(out[0].shape[0]):
@@ -104,7 +104,7 @@ def additive_kernel(base, add, alpha, alpha_vel, local_side, out):
         store_kform(out, j, k)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def difference_kernel(pose, ref, local_side, out):
     """Additive pose tuple taking ``ref`` to ``pose``, row by row into ``out`` (which may alias either)."""
     for j in range(out[0].shape[0]):

@@ -17,7 +17,7 @@ OUTPUTS = (Port("pose", "pose", "local", "parent-relative pose"),)
 IN, OUT = port_indices("BKIn", INPUTS), port_indices("BKOut", OUTPUTS)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def bk_kernel(glob, parents, out):
     """Local pose tuple ``out`` from global pose tuple ``glob``."""
     for j in range(parents.shape[0]):

@@ -49,7 +49,7 @@ MOTION_OUTPUTS = (Port("value", "motion", "", "blended root motion"),)
 PAR = fields("BlendPar", motion_size=1)  # alpha: a signal always (the planner feeds an unlinked port its field)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", own_code=True)
 def blend_kernel(a, b, alpha, alpha_vel, out):
     """Blend pose tuples ``a`` and ``b`` (C-contiguous) row by row into ``out`` (which may alias either).
 
@@ -173,7 +173,7 @@ def blend_node(ins, outs, par, st, pose, sig, db, dt):
     blend_kernel(slot(pose, ins[IN.a]), slot(pose, ins[IN.b]), alpha, alpha_vel, slot(pose, outs[OUT.pose]))
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def blend_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile: each lane's own weight (``animgraph.lanes_ops.blend_tile``, float32)."""
     if par[PAR.motion_size] > 0.0:

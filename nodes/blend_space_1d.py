@@ -70,7 +70,7 @@ def line_weights(ats, order, x, dx, idx, w, dw):
     return 2
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def blend_space_1d_weights(ins, outs, par, st, pose, sig, db, dt):
     """The early kernel: the weights and rates from the parameter, their outputs, and the entries needed now."""
     n = int(par[PAR.entries])
@@ -87,7 +87,7 @@ def blend_space_1d_weights(ins, outs, par, st, pose, sig, db, dt):
     st[ST.live], st[ST.entered] = float(publish_weights(outs, OUT.SIZE, sig, n, count, idx, w, dw)), 0.0
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def blend_space_1d_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the live entries blended at the early kernel's weights; their root motions summed."""
     n, count = int(par[PAR.entries]), int(st[ST.count])

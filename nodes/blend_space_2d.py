@@ -64,7 +64,7 @@ def tables(par):
     return pts, tris, nbrs, par[at:at + HULL * h].reshape((h, HULL))
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def blend_space_2d_weights(ins, outs, par, st, pose, sig, db, dt):
     """The early kernel: the weights and rates from the parameter's x and z, their outputs, the entries needed now."""
     n = int(par[PAR.entries])
@@ -82,7 +82,7 @@ def blend_space_2d_weights(ins, outs, par, st, pose, sig, db, dt):
     st[ST.live], st[ST.entered] = float(publish_weights(outs, OUT.SIZE, sig, n, count, idx, w, dw)), 0.0
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def blend_space_2d_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the live entries blended at the early kernel's weights; their root motions summed."""
     n, count = int(par[PAR.entries]), int(st[ST.count])

@@ -54,7 +54,7 @@ def constant_node(ins, outs, par, st, pose, sig, db, dt):
             sig[o + i] = par[VALUE + i]
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def constant_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile: a constant pose in every lane; a signal lane by lane."""
     if par[PAR.mode] != POSE:

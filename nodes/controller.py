@@ -211,7 +211,7 @@ def write_placement(sig, outs, pos, vel, yaw, spin):
     write3(sig, o + 4, (0.0, spin, 0.0))
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def controller_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: cover the last step with this frame's goals, then output the object and its future."""
     stick, stick_vel = world_stick(read3(sig, ins[IN.stick]), read3(sig, ins[IN.stick] + 3),

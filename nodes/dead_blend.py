@@ -47,7 +47,7 @@ JOINT = fields("DeadBlendJoint", prev=KFORM, old=KFORM)
 MOTION = fields("DeadBlendMotion", last=6, old=6, fading=1)
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def dead_blend_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the old pose, snapshot on the transition event, faded into the input pose."""
     duration = par[PAR.duration]

@@ -260,7 +260,7 @@ def read_simulation(sig, ins):
     return pos, vel, qnormalize((sig[at], sig[at + 1], sig[at + 2], sig[at + 3])), read3(sig, at + 4)
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def displacement_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: move the character over the last step, adjust and clamp it, output its placement."""
     mode = int(par[PAR.mode])

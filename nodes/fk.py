@@ -27,7 +27,7 @@ def fk_node(ins, outs, par, st, pose, sig, db, dt):
     fk_kernel(slot(pose, ins[IN.pose]), db[DB_PARENTS], slot(pose, outs[OUT.pose]))
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def fk_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile (``animgraph.lanes.fk_tile``, float32)."""
     parents = db[DB_PARENTS]

@@ -328,7 +328,7 @@ def foot_lock_moving(pose, parents, par, st, contact, dt, locked, at, moving, mv
     set_global_rotation(pose, parents, jf, qmul(q, foot[1]), vadd(w, qrot(q, foot[4])))
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def foot_lock_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: lock the foot of the input pose into the output slot, the lock position to ``locked``."""
     out = slot(pose, outs[OUT.pose])

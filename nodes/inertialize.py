@@ -62,7 +62,7 @@ MOTION = fields("InertializeMotion", last=6, offset=6)
 # ---------------------------------------------------------------- node
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def inertialize_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the input pose with its decaying offset, recorded on the transition event."""
     cubic = par[PAR.cubic] > 0.5

@@ -70,7 +70,7 @@ def look_at_in_place(out, parents, j, fwd, tpos, tvel, w, dw):
     set_global_rotation(out, parents, j, qmul(q, g[1]), vadd(ang, qrot(q, g[4])))
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def look_at_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: turn the joint of the input pose towards the target signal, into the output slot."""
     t = ins[IN.target]

@@ -267,7 +267,7 @@ def make_query(db, par, sig, at, frame, query, traj):
             query[col] = np.float32(traj[k])
 
 
-@njit(cache=True)  # a call, not inlined (node.py): long, and a search costs far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): long, and a search costs far more than the call
 def motion_match_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: play on, search when due, switch with an inertialized offset."""
     out = slot(pose, outs[OUT.pose])

@@ -125,7 +125,7 @@ def announce(sig, par, name):
         emit(sig, par[PAR.source], par[name], INSTANT, 0.0, 1.0, 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def one_shot_decide(ins, outs, par, st, pose, sig, db, dt):
     """The early kernel: fire, abort and the shot's end; whether the shot's nodes run (and restart) this frame."""
     fire = rising(sig, ins[IN.fire], st, ST.last_fire)
@@ -159,7 +159,7 @@ def one_shot_decide(ins, outs, par, st, pose, sig, db, dt):
     sig[outs[OUT.weight]], sig[outs[OUT.weight] + 1] = shot_weight(par, st)
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def one_shot_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the shot layered over the base at its weight, fires and ends hidden by offsets."""
     base, shot, out = slot(pose, ins[IN.base]), slot(pose, ins[IN.shot]), slot(pose, outs[OUT.pose])

@@ -55,7 +55,7 @@ SIGNAL_PAR = fields("OutputSignalPar", mode=1, size=1)
 ST = fields("OutputSt", pos=3, rot=4, last_vel=3, last_ang=3, last_dt=1, has_last=1)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def place(src, parents, world, every_joint, out):
     """``out = world * src`` on root joints (or on every joint of a global pose); a copy when ``world`` is the identity.
 
@@ -113,7 +113,7 @@ def placement(st):
     return (st[ST.pos], st[ST.pos + 1], st[ST.pos + 2]), (st[ST.rot], st[ST.rot + 1], st[ST.rot + 2], st[ST.rot + 3])
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def linked_placement(st, sig, at_pos, at_rot):
     """The world placement ``S * (p, q)`` as a kineform: ``S`` held in the state (static), ``(p, q)`` and their
     velocities from the signals at ``sig[at_pos]`` (vec3) and ``sig[at_rot]`` (quat); -1: origin, identity."""
@@ -127,7 +127,7 @@ def linked_placement(st, sig, at_pos, at_rot):
     return kmul((held_pos, held_rot, ONE, ZERO, ZERO, ZERO), (pos, rot, ONE, vel, ang, ZERO))
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def integrate_motion(st, vel, ang, dt):
     """Advance the placement (``ST.pos``, ``ST.rot``) over the last step by the mean of its two end motions (trapezoid).
 
@@ -147,7 +147,7 @@ def integrate_motion(st, vel, ang, dt):
     st[ST.has_last] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def output_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile: a copy of the pose when every lane's placement is the identity at rest
     (no root motion, no linked placement, no teleport); otherwise lane by lane."""

@@ -459,7 +459,7 @@ def advance(clock, step, frames, key_dt, loop):
     return min(max(clock, 0.0), (frames - 1) * key_dt)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def sample_db(db, start, frames, key_dt, t, rate, cubic, loop, out):
     """Sample from the graph's clip database: its key table when it has one (``db[KEYS]``), else the keys."""
     if len(db) > KEYS:  # a constant when numba compiles: the other branch is pruned
@@ -557,7 +557,7 @@ def rate_rate(ins, sig):
     return dx if math.isfinite(dx) else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def sample_signals(ins, outs, par, st, sig, db, t, rate, dt):
     """After the pose: the time left, root motion and contacts at time ``t``, and the own clock advanced by
     ``rate * dt``."""
@@ -611,7 +611,7 @@ def sample_events(ins, par, st, sig, t, rate, dt):
     st[ST.fresh] = 0.0
 
 
-@njit(cache=True, entry=True)
+@njit(cache=True, entry=True, own_code=True)
 def sample_closing(par, st, sig, why):
     """Its branch stops or restarts it (``animgraph.gates``; ``why`` the detail id, -1 neither): the ranges it has
     open end."""
@@ -631,7 +631,7 @@ def sample_node(ins, outs, par, st, pose, sig, db, dt):
     sample_signals(ins, outs, par, st, sig, db, t, rate, dt)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def sample_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile, from the key table in float32 (``lanes_ops.sample_clip_tile``,
     ``sample_clip_cubic_tile``)."""

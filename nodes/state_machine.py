@@ -170,7 +170,7 @@ def start_fade(st, blend, rate, length, was):
     st[ST.fade_from] = was if fades and blend == CROSSFADE else -1.0
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def state_machine_decide(ins, outs, par, st, pose, sig, db, dt):
     """The early kernel: this frame's state from the conditions (or travel); its times and the states needed now."""
     n, n_cond, n_trans = int(par[PAR.states]), int(par[PAR.conditions]), int(par[PAR.transitions])
@@ -248,7 +248,7 @@ def state_weights(sig, outs, st, n, cur):
             sig[o], sig[o + 1] = 0.0, 0.0
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def state_machine_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the state the early kernel chose, its pose faded or inertialized from what showed."""
     n, n_cond = int(par[PAR.states]), int(par[PAR.conditions])

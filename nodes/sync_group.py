@@ -93,7 +93,7 @@ def align(par, st, offsets):
     st[ST.aligned] = 1.0
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def sync_group_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: weights, the phase rate, each member's time and its rate; the phase advanced by dt."""
     members = int(par[HEAD.members])

@@ -256,7 +256,7 @@ def track_signal(sig, i, o, kind, st, first, jump, spring, limit):
 # ---------------------------------------------------------------- node
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def tracking_spring_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: the value (a pose slot or a signal, by the signal parameter) tracked into the output."""
     kind = int(par[PAR.signal])

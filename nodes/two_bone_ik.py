@@ -46,7 +46,7 @@ def two_bone_ik_kernel(local, parents, ja, jb, jc, hinge, tpos, tvel, w, dw, out
 # ---------------------------------------------------------------- node
 
 
-@njit(cache=True)  # a call, not inlined (node.py): its work is far more than the call
+@njit(cache=True, own_code=True)  # a call, not inlined (node.py): its work is far more than the call
 def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
     """The executor's call: solve the chain of the input pose for the target signal, into the output slot."""
     t = ins[IN.target]
@@ -61,7 +61,7 @@ def two_bone_ik_node(ins, outs, par, st, pose, sig, db, dt):
     apply_two_bone(out, db[DB_PARENTS], ja, jb, jc, hinge, tpos, tvel, w, dw)
 
 
-@njit(cache=True)
+@njit(cache=True, own_code=True)
 def two_bone_ik_tile(ins, outs, par, st, tile, sig, db, dt):
     """The executor's call on a lane tile (``animgraph.lanes_ik.two_bone_ik_tile``, float32) when every lane's
     weight is 1 at rate 0; otherwise lane by lane."""

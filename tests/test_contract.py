@@ -23,6 +23,7 @@ import animgraph.nodes
 from animgraph import graphs, verify
 from animgraph.executor import OP_STATE, OP_STATE_END
 from animgraph.instance import Instance
+from animgraph.jit import OwnCode, OwnCodeEntry
 from animgraph.node import CATEGORIES, FIELD_KINDS, REGISTRY, Node
 from animgraph.plan import make_plan
 
@@ -70,6 +71,15 @@ def test_each_node_type_declares_what_the_editor_and_checks_need(kind):
 def test_kernels_have_names(kind):
     kernel = getattr(REGISTRY[kind].KERNEL, "py_func", REGISTRY[kind].KERNEL)
     assert kernel.__name__ != "run" and kernel.__name__.endswith("_node"), kernel.__name__
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_kernels_the_walks_call_are_inlined_or_have_their_own_code(kind):
+    # A kernel neither inlined into the walk nor own_code would be linked into every walk and compiled again there.
+    for role in ("KERNEL", "EARLY_KERNEL", "TILE_KERNEL", "CLOSING_KERNEL"):
+        kernel = getattr(REGISTRY[kind], role)
+        if kernel is not None and kernel.targetoptions.get("inline") != "always":
+            assert isinstance(kernel, (OwnCode, OwnCodeEntry)), f"{kind}.{role}: {kernel.py_func.__name__}"
 
 
 @pytest.mark.parametrize("module", MODULES)
