@@ -4,10 +4,12 @@ Seeds are the real CMU files cut to a few frames; hypothesis truncates them, mut
 bytes, swaps line ends and whitespace, and puts odd numerals in place of numbers.
 """
 
+import atexit
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,6 +52,7 @@ def seeds():
 
 
 _DIR = tempfile.mkdtemp(prefix="bvh-fuzz-")
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)  # one per test process, gone with it
 
 
 def check_loads_or_bvh_error(data):

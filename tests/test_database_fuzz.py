@@ -8,7 +8,9 @@ drops entries, and truncates or flips the file's bytes.
 
 from __future__ import annotations
 
+import atexit
 import io
+import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +28,7 @@ from animgraph.errors import AnimgraphError
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _DIR = Path(tempfile.mkdtemp(prefix="mmdb-fuzz-"))
+atexit.register(shutil.rmtree, _DIR, ignore_errors=True)  # one per test process, gone with it
 ODD = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e38, -1e38, 3.5e38, 1e-45, -1.0, 2.0, 1e300, 5e-324]
 
 
