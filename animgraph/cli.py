@@ -583,12 +583,12 @@ _COMPILING = {_cmd_demo, _cmd_run, _cmd_verify, _cmd_bench}
 
 
 COMPILING = f"{PROG}: compiling the kernels for this version (once: about {{}} on 2 cores)..."
-COMPILE_ESTIMATE = "15 s"  # measured: `animgraph demo` on a cold cache, 2 idle cores: first frame 10.6 s (15.7 s in all),
-# with the compile helper
+COMPILE_ESTIMATE = "15 s"  # measured: `animgraph demo` on a cold cache, 2 idle cores: first frame 10.6 s (15.7 s in all)
+# on a quiet day, 11.6 s (17.5 s) on a slow one, with the compile helper
 COMPILE_ESTIMATE_ALL = "35 s"  # measured: the executor of every node type (verify, bench, a second graph's run):
-# 32.1 and 32.3 s on 2 idle cores (ANIMGRAPH_EXECUTOR=full, locomotion, empty cache), 53 s of CPU
-COMPILE_ESTIMATE_TILES = "40 s"  # measured: `animgraph run --batch 64` on a cold cache, 2 idle cores: locomotion 25 s,
-# blend 36 s
+# 35.6 and 36.1 s on 2 idle cores on a slow day (ANIMGRAPH_EXECUTOR=full, locomotion, empty cache), 61 s of CPU
+COMPILE_ESTIMATE_TILES = "40 s"  # measured: `animgraph run --batch 64` on a cold cache, 2 idle cores: locomotion 26 s,
+# blend 38 s
 
 
 def _node_types(args):
