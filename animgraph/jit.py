@@ -28,6 +28,7 @@ no fast-math, fused multiply-adds only where the source asks (``maths.madd``).
 
 import functools
 import importlib
+import os
 import types
 
 import numba
@@ -138,7 +139,29 @@ def _compiler(library_class):
 CallingCompiler, LinkOnlyCompiler = _compiler(CallingLibrary), _compiler(LinkOnlyLibrary)
 
 
+class _SharedLocator(caching.UserProvidedCacheLocator):
+    """numba's cache locator in its cache directory, under the module's package name instead of a hash of the
+    file's directory: two installs of the same sources (two venvs; a CI's fresh one each run) share one cache.
+    (animgraph's cache directory is keyed by the sources, and numba checks each file's content hash.)  Were
+    the kernels keyed by install and the executor's walk not, a cached walk would load kernels compiled anew."""
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        module = py_func.__module__ or ""
+        if module:
+            self._cache_path = os.path.join(config.CACHE_DIR, module.rpartition(".")[0] or module)
+
+
+_LOCATORS = [_SharedLocator, *caching.CompileResultCacheImpl._locator_classes]
+
+
+class _CallingCacheImpl(caching.CompileResultCacheImpl):
+    _locator_classes = _LOCATORS
+
+
 class _LinkOnlyCacheImpl(caching.CompileResultCacheImpl):
+    _locator_classes = _LOCATORS
+
     def rebuild(self, target_context, payload):
         libdata, fndesc, env, signature, objectmode, lifted, typeann, reload_init, referenced_envs = payload
         for fn in reload_init:
@@ -157,6 +180,8 @@ class StaleCall(Exception):
 
 class _CallingCache(caching.FunctionCache):
     """numba's cache, where an entry whose code calls ``own_code`` code under another name is not used."""
+
+    _impl_class = _CallingCacheImpl
 
     def load_overload(self, sig, target_context):
         try:

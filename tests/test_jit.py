@@ -158,3 +158,21 @@ def test_a_cached_caller_loads_the_code_it_calls_in_a_fresh_process(tmp_path):
         value, hits = run.stdout.split()
         assert float(value) == want, (case, value)
         assert int(hits) == hit, (case, hits)  # whether outer itself came from the cache
+
+
+def test_two_installs_of_the_same_sources_share_the_cache(tmp_path):
+    # Two venvs, or a CI's fresh one each run, with one cache directory: the second install loads the first's
+    # code (numba alone keys its cache by each file's directory, so the second would compile everything again).
+    cache = tmp_path / "cache"
+    code = ("import numpy as np, calledmod as mod\n"
+            "print(mod.outer(np.arange(4.0)), mod.outer.stats.cache_hits.get(mod.outer.signatures[0], 0),"
+            " mod.inner.stats.cache_hits.get(mod.inner.signatures[0], 0))")
+    for install, hit in (("first", 0), ("second", 1)):
+        (tmp_path / install).mkdir()
+        (tmp_path / install / "calledmod.py").write_text(CALLED)
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(tmp_path / install)}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, (install, run.returncode, run.stderr[-2000:])
+        value, outer_hits, inner_hits = run.stdout.split()
+        assert float(value) == 2.0 * sum(x * (x + 0.5) for x in range(4)), (install, value)
+        assert (int(outer_hits), int(inner_hits)) == (hit, hit), (install, run.stdout)
