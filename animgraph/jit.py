@@ -27,6 +27,7 @@ no fast-math, fused multiply-adds only where the source asks (``maths.madd``).
 """
 
 import functools
+import hashlib
 import importlib
 import os
 import types
@@ -64,9 +65,14 @@ class CompiledOnly(CPUDispatcher):
 class CallingLibrary(JITCodeLibrary):
     """numba's library, except that code of ``own_code`` functions is called, not linked in."""
 
+    def __init__(self, codegen, name):
+        super().__init__(codegen, name)
+        if not hasattr(self, "_reload_init"):  # numba < 0.62 keeps reload functions on the compile only
+            self._reload_init = set()
+
     def add_linking_library(self, library):
         library._ensure_finalized()
-        self._reload_init.update(library._reload_init)
+        self._reload_init.update(getattr(library, "_reload_init", ()))
         loader = getattr(library, "loader", None)
         if loader is None:
             super().add_linking_library(library)
@@ -130,7 +136,10 @@ def _compiler(library_class):
         def compile_extra(self, func):
             self.state.library = library_class(self.state.targetctx.codegen(), func.__qualname__)
             self.state.library.enable_object_caching()
-            return super().compile_extra(func)
+            cres = super().compile_extra(func)
+            # what a cached copy runs before its code loads (numba >= 0.62 copies these itself)
+            cres.reload_init.extend(fn for fn in self.state.library._reload_init if fn not in cres.reload_init)
+            return cres
 
     Compiler.__name__ = f"{library_class.__name__}Compiler"
     return Compiler
@@ -139,7 +148,10 @@ def _compiler(library_class):
 CallingCompiler, LinkOnlyCompiler = _compiler(CallingLibrary), _compiler(LinkOnlyLibrary)
 
 
-class _SharedLocator(caching.UserProvidedCacheLocator):
+_UserProvidedCacheLocator = getattr(caching, "UserProvidedCacheLocator", None) or caching._UserProvidedCacheLocator  # < 0.61
+
+
+class _SharedLocator(_UserProvidedCacheLocator):
     """numba's cache locator in its cache directory, under the module's package name instead of a hash of the
     file's directory: two installs of the same sources (two venvs; a CI's fresh one each run) share one cache.
     (animgraph's cache directory is keyed by the sources, and numba checks each file's content hash.)  Were
@@ -150,6 +162,17 @@ class _SharedLocator(caching.UserProvidedCacheLocator):
         module = py_func.__module__ or ""
         if module:
             self._cache_path = os.path.join(config.CACHE_DIR, module.rpartition(".")[0] or module)
+
+    def get_source_stamp(self):
+        st = os.stat(self._py_file)  # the content, not the time: each install's copy has its own (numba < 0.62)
+        return _content_hash(self._py_file, st.st_mtime, st.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _content_hash(path, mtime, size):
+    """sha256 of file ``path`` (hex), read again when its time or size changes."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 _LOCATORS = [_SharedLocator, *caching.CompileResultCacheImpl._locator_classes]
